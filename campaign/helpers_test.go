@@ -1,0 +1,69 @@
+package campaign
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+// verdicts is what a test expects of some properties; properties left out are not asserted.
+type verdicts map[linearizability.Property]linearizability.Verdict
+
+// runPlan runs p on real Redis servers from backend b (a fresh one when nil), writing the
+// run directory under the test's temp dir.
+func runPlan(t testing.TB, b cluster.Backend, p Plan) Report {
+	t.Helper()
+	if b == nil {
+		b = clustertest.Backend(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, p, Options{Registry: lockimpl.Builtin(), Backend: b, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("run %s (impl %s, fencing %s): %v", p.Name, p.Impl, p.Fencing, err)
+	}
+	return rep
+}
+
+// assertVerdicts fails the test unless every property in want has its verdict.
+func assertVerdicts(t testing.TB, rep Report, want verdicts) {
+	t.Helper()
+	for prop, v := range want {
+		pr, ok := rep.Result.Property(prop)
+		if !ok {
+			t.Errorf("%s/%s/fencing %s: no verdict for %s", rep.Plan.Name, rep.Plan.Impl, rep.Plan.Fencing, prop)
+			continue
+		}
+		if pr.Verdict != v {
+			t.Errorf("%s/%s/fencing %s: %s = %s, want %s (%s)\n%s", rep.Plan.Name, rep.Plan.Impl, rep.Plan.Fencing,
+				prop, pr.Verdict, v, pr.Explanation, rep.Result)
+		}
+	}
+}
+
+// scenario loads a catalog scenario, optionally changed by edit.
+func scenario(t testing.TB, name string, edit func(*Plan)) Plan {
+	t.Helper()
+	p, err := Scenario(name, lockimpl.Builtin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&p)
+	}
+	return p
+}
+
+// assertFaultsFired fails the test unless every fault of the plan left a window: a safe
+// verdict from a run whose fault never struck would prove nothing.
+func assertFaultsFired(t testing.TB, rep Report) {
+	t.Helper()
+	if rep.Faults != len(rep.Plan.Faults) {
+		t.Errorf("%s/%s: %d fault windows recorded, plan has %d faults", rep.Plan.Name, rep.Plan.Impl, rep.Faults, len(rep.Plan.Faults))
+	}
+}

@@ -1,0 +1,309 @@
+// Package campaign holds plans (plain data), the scenario catalog, and the loop that
+// runs a plan on real servers, checks it and writes its report.
+package campaign
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/workload"
+)
+
+// Plan is one run, as data: everything random derives from Seed, so a plan replays.
+type Plan struct {
+	Name        string      `json:"name,omitempty"`
+	Description string      `json:"description,omitempty"`
+	Impl        string      `json:"impl"`
+	Topology    string      `json:"topology"`
+	Clients     int         `json:"clients"`
+	Keys        int         `json:"keys"`
+	TTL         Duration    `json:"ttl"`
+	Duration    Duration    `json:"duration"`           // how long clients start new critical sections
+	Work        Duration    `json:"work"`               // critical section between read and write
+	Think       Duration    `json:"think"`              // between a release and the next acquire; longer than retry, or the releaser starves the others
+	Retry       Duration    `json:"retry"`              // mean delay after a refused acquire
+	Timeout     Duration    `json:"timeout"`            // per network operation
+	Fencing     string      `json:"fencing"`            // off, writes, full
+	Careless    bool        `json:"careless,omitempty"` // no validity check before touching the store
+	Seed        int64       `json:"seed"`
+	Faults      []FaultSpec `json:"faults,omitempty"`
+}
+
+// FaultSpec is one scheduled fault of a plan.
+type FaultSpec struct {
+	Kind     string   `json:"kind"`
+	At       Duration `json:"at"`
+	Duration Duration `json:"duration"`
+	Target   string   `json:"target,omitempty"`
+	Point    string   `json:"point,omitempty"`
+}
+
+// Limits on a plan, so that a typo cannot start a thousand clients.
+const (
+	MaxClients = 64
+	MaxKeys    = 64
+	MaxRunTime = time.Hour
+)
+
+// DefaultPlan is what a plan file or flag leaves unsaid. README.md lists these values.
+func DefaultPlan() Plan {
+	return Plan{
+		Impl: "setnx", Topology: "single", Clients: 3, Keys: 1,
+		TTL: D(500 * time.Millisecond), Duration: D(3 * time.Second), Work: D(20 * time.Millisecond),
+		Think: D(20 * time.Millisecond), Retry: D(10 * time.Millisecond), Timeout: D(2 * time.Second), Fencing: "off", Seed: 1,
+	}
+}
+
+// FaultSpecs converts the plan's faults for the faults package.
+func (p Plan) FaultSpecs() []faults.Spec {
+	out := make([]faults.Spec, len(p.Faults))
+	for i, f := range p.Faults {
+		out[i] = faults.Spec{Kind: f.Kind, At: f.At.D(), Duration: f.Duration.D(), Target: f.Target, Point: f.Point}
+	}
+	return out
+}
+
+// FieldError is a plan value that is wrong, with the place it came from.
+type FieldError struct {
+	Source string // file name or "flags"
+	Line   int    // 0 when unknown
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	place := e.Source
+	if e.Line > 0 {
+		place += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Field == "" {
+		return place + ": " + e.Reason
+	}
+	return fmt.Sprintf("%s: %s: %s", place, e.Field, e.Reason)
+}
+
+// ReadPlan reads a plan file.
+func ReadPlan(path string, reg *lockimpl.Registry) (Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Plan{}, fmt.Errorf("read plan: %w", err)
+	}
+	return ParsePlan(data, path, reg)
+}
+
+// ParsePlan decodes a plan on top of DefaultPlan and validates it. Unknown fields are
+// errors; every error names source, line and field.
+func ParsePlan(data []byte, source string, reg *lockimpl.Registry) (Plan, error) {
+	p := DefaultPlan()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Plan{}, decodeError(data, source, err)
+	}
+	if dec.More() {
+		return Plan{}, &FieldError{Source: source, Line: lineAt(data, dec.InputOffset()), Reason: "more than one JSON value"}
+	}
+	if err := p.Validate(reg); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			fe.Source = source
+			fe.Line = fieldLines(data)[fe.Field]
+		}
+		return Plan{}, err
+	}
+	return p, nil
+}
+
+func decodeError(data []byte, source string, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return &FieldError{Source: source, Line: lineAt(data, syn.Offset), Reason: "bad JSON: " + syn.Error()}
+	case errors.As(err, &typ):
+		return &FieldError{Source: source, Line: lineAt(data, typ.Offset), Field: typ.Field,
+			Reason: fmt.Sprintf("want %s, got JSON %s", typ.Type, typ.Value)}
+	case errors.Is(err, io.EOF):
+		return &FieldError{Source: source, Line: 1, Reason: "empty plan"}
+	}
+	// Unknown fields: encoding/json names the field but not where it is.
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		line := 0
+		for path, l := range fieldLines(data) {
+			if path == name || strings.HasSuffix(path, "."+name) {
+				line = l
+				break
+			}
+		}
+		return &FieldError{Source: source, Line: line, Field: name, Reason: "unknown field"}
+	}
+	return &FieldError{Source: source, Reason: "bad JSON: " + msg}
+}
+
+// Validate checks every field; reg (when not nil) must know the implementation.
+func (p Plan) Validate(reg *lockimpl.Registry) error {
+	bad := func(field, format string, args ...any) error {
+		return &FieldError{Source: "plan", Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	for _, d := range []struct {
+		name string
+		d    Duration
+	}{{"ttl", p.TTL}, {"duration", p.Duration}, {"work", p.Work}, {"think", p.Think}, {"retry", p.Retry}, {"timeout", p.Timeout}} {
+		if d.d.bad != "" {
+			return bad(d.name, "%s", d.d.bad)
+		}
+		if d.d.D() < 0 {
+			return bad(d.name, "must not be negative, got %s", d.d.D())
+		}
+	}
+	switch {
+	case p.Impl == "":
+		return bad("impl", "missing")
+	case p.Clients < 1 || p.Clients > MaxClients:
+		return bad("clients", "want 1 to %d, got %d", MaxClients, p.Clients)
+	case p.Keys < 1 || p.Keys > MaxKeys:
+		return bad("keys", "want 1 to %d, got %d", MaxKeys, p.Keys)
+	case p.TTL.D() < time.Millisecond:
+		return bad("ttl", "want at least 1ms, got %s", p.TTL.D())
+	case p.Duration.D() <= 0 || p.Duration.D() > MaxRunTime:
+		return bad("duration", "want more than 0 and at most %s, got %s", MaxRunTime, p.Duration.D())
+	case p.Timeout.D() <= 0:
+		return bad("timeout", "must be positive, got %s", p.Timeout.D())
+	}
+	if _, err := cluster.ParseTopology(p.Topology); err != nil {
+		return bad("topology", "%v", err)
+	}
+	if _, err := workload.ParseFencing(p.Fencing); err != nil {
+		return bad("fencing", "%v", err)
+	}
+	if reg != nil {
+		impl, err := reg.Get(p.Impl)
+		if err != nil {
+			return bad("impl", "%v", err)
+		}
+		if p.Fencing != string(workload.FencingOff) && !impl.Fencing {
+			return bad("fencing", "mode %s needs fencing tokens, but %s grants none (fence source none); use an implementation with fences, e.g. fenced", p.Fencing, p.Impl)
+		}
+	}
+	for i, f := range p.Faults {
+		field := fmt.Sprintf("faults[%d]", i)
+		for _, d := range []struct {
+			name string
+			d    Duration
+		}{{"at", f.At}, {"duration", f.Duration}} {
+			if d.d.bad != "" {
+				return bad(field+"."+d.name, "%s", d.d.bad)
+			}
+		}
+		if f.At.D() >= p.Duration.D() {
+			return bad(field+".at", "%s is not before the end of the run (%s)", f.At.D(), p.Duration.D())
+		}
+		ft, err := faults.New(faults.Spec{Kind: f.Kind, At: f.At.D(), Duration: f.Duration.D(), Target: f.Target, Point: f.Point})
+		if err != nil {
+			return bad(field+".kind", "%v", err)
+		}
+		if err := ft.Available(&faults.Env{Clients: p.Clients, Gates: &faults.Gates{}}); err != nil {
+			return bad(field+".target", "%v", err)
+		}
+		if f.Point != "" && reg != nil {
+			impl, _ := reg.Get(p.Impl) // found above
+			points := append(workload.Points(), impl.Steps...)
+			if !slices.Contains(points, f.Point) {
+				return bad(field+".point", "%s never reaches point %q (points: %s)", p.Impl, f.Point, strings.Join(points, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// WithFencing is the plan run under another fencing mode, named after it.
+func (p Plan) WithFencing(mode string) Plan {
+	p.Fencing = mode
+	return p
+}
+
+// MarshalIndent is the plan as saved in plan.json.
+func (p Plan) MarshalIndent() []byte {
+	b, _ := json.MarshalIndent(p, "", "  ") // a Plan always marshals: plain values only
+	return append(b, '\n')
+}
+
+// lineAt is the 1-based line of byte offset off in data.
+func lineAt(data []byte, off int64) int {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	if off < 0 {
+		off = 0
+	}
+	return bytes.Count(data[:off], []byte("\n")) + 1
+}
+
+// fieldLines maps each field path of a JSON document ("ttl", "faults[1].at") to the
+// line its key is on, so that validation errors can say where the bad value is.
+func fieldLines(data []byte) map[string]int {
+	type frame struct {
+		path   string
+		array  bool
+		index  int
+		key    string // object: path of the key whose value comes next
+		hasKey bool
+	}
+	lines := map[string]int{}
+	var stack []*frame
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return lines
+		}
+		if tok == json.Delim('}') || tok == json.Delim(']') {
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		path := ""
+		if len(stack) > 0 {
+			top := stack[len(stack)-1]
+			switch {
+			case top.array:
+				path = fmt.Sprintf("%s[%d]", top.path, top.index)
+				top.index++
+			case !top.hasKey:
+				// In an object a string in key position is a key.
+				key, _ := tok.(string)
+				top.key, top.hasKey = key, true
+				if top.path != "" {
+					top.key = top.path + "." + key
+				}
+				lines[top.key] = lineAt(data, dec.InputOffset())
+				continue
+			default:
+				path, top.hasKey = top.key, false
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{path: path})
+		case json.Delim('['):
+			stack = append(stack, &frame{path: path, array: true})
+		}
+	}
+}
+
+// FieldLine is the line of a field path ("ttl", "faults[0].at") in a plan document, or 0.
+func FieldLine(data []byte, field string) int { return fieldLines(data)[field] }

@@ -1,0 +1,114 @@
+package campaign
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/lockimpl"
+)
+
+func TestParsePlanDefaultsAndValues(t *testing.T) {
+	p, err := ParsePlan([]byte(`{"impl": "fenced", "ttl": "250ms", "fencing": "full",
+  "faults": [{"kind": "client-pause", "at": "0s", "duration": "1s", "target": "client:1"}]}`), "p.json", lockimpl.Builtin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.TTL.D() != 250*time.Millisecond || p.Clients != DefaultPlan().Clients || len(p.Faults) != 1 || p.Faults[0].Duration.D() != time.Second {
+		t.Fatalf("plan = %+v", p)
+	}
+	// A plan survives its own serialisation.
+	again, err := ParsePlan(p.MarshalIndent(), "again", lockimpl.Builtin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again.MarshalIndent()) != string(p.MarshalIndent()) {
+		t.Fatalf("round trip changed the plan:\n%s\n%s", p.MarshalIndent(), again.MarshalIndent())
+	}
+}
+
+func TestParsePlanErrorsNamePlace(t *testing.T) {
+	reg := lockimpl.Builtin()
+	cases := []struct {
+		name, doc string
+		line      int
+		field     string
+		reason    string
+	}{
+		{"syntax", "{\n  \"impl\": \"setnx\",\n  \"ttl\": \n}", 4, "", "bad JSON"},
+		{"unknown field", "{\n  \"impl\": \"setnx\",\n  \"tll\": \"1s\"\n}", 3, "tll", "unknown field"},
+		{"wrong type", "{\n  \"clients\": \"many\"\n}", 2, "clients", "want int"},
+		{"bad duration", "{\n  \"impl\": \"setnx\",\n  \"ttl\": \"5 seconds\"\n}", 3, "ttl", `bad duration "5 seconds"`},
+		{"unknown impl", "{\n  \"impl\": \"nope\"\n}", 2, "impl", `unknown lock implementation "nope"`},
+		{"fencing without fences", "{\n  \"impl\": \"setnx\",\n\n  \"fencing\": \"full\"\n}", 4, "fencing", "grants none"},
+		{"too many clients", "{\"clients\": 1000}", 1, "clients", "want 1 to 64"},
+		{"fault after end", "{\"duration\": \"1s\",\n \"faults\": [\n  {\"kind\": \"client-pause\",\n   \"at\": \"2s\"}]}", 4, "faults[0].at", "not before the end"},
+		{"unknown fault", "{\"faults\": [{\"kind\": \"meteor\"}]}", 1, "faults[0].kind", `unknown fault kind "meteor"`},
+		{"bad target", "{\"clients\": 2, \"faults\": [\n{\"kind\": \"client-pause\", \"target\": \"client:5\"}]}", 2, "faults[0].target", "0 ≤ N < 2"},
+		{"empty", "", 1, "", "empty plan"},
+		{"two values", "{} {}", 1, "", "more than one JSON value"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParsePlan([]byte(c.doc), "p.json", reg)
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("err = %v, want a FieldError", err)
+			}
+			if fe.Source != "p.json" || fe.Line != c.line || fe.Field != c.field || !strings.Contains(fe.Reason, c.reason) {
+				t.Fatalf("err = %q (line %d, field %q), want p.json:%d: %s: ...%s...", err, fe.Line, fe.Field, c.line, c.field, c.reason)
+			}
+		})
+	}
+}
+
+func TestFieldLines(t *testing.T) {
+	doc := []byte("{\n \"a\": 1,\n \"b\": {\"c\": [\n  {\"d\": 2},\n  {\"e\": [3, {\"f\": 4}]}\n ]},\n \"g\": \"h\"\n}")
+	want := map[string]int{"a": 2, "b": 3, "b.c": 3, "b.c[0].d": 4, "b.c[1].e": 5, "b.c[1].e[1].f": 5, "g": 7}
+	got := fieldLines(doc)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("line of %s = %d, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+}
+
+func TestScenariosAreValidPlans(t *testing.T) {
+	plans, err := Scenarios(lockimpl.Builtin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans) < 4 {
+		t.Fatalf("catalog has %d scenarios", len(plans))
+	}
+	if _, err := Scenario("nope", lockimpl.Builtin()); err == nil || !strings.Contains(err.Error(), "pause-past-ttl") {
+		t.Fatalf("unknown scenario error %v should list the known ones", err)
+	}
+}
+
+// FuzzParsePlan: any input yields a valid plan or a clear error with its place, never a panic.
+func FuzzParsePlan(f *testing.F) {
+	for _, p := range []string{
+		`{"impl":"fenced","fencing":"full","faults":[{"kind":"client-pause","at":"0s","duration":"1s","target":"client:0"}]}`,
+		`{"clients":2,"keys":3,"ttl":"10ms","duration":"1s"}`,
+		`{"ttl":12}`,
+		`[]`,
+	} {
+		f.Add([]byte(p))
+	}
+	reg := lockimpl.Builtin()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParsePlan(data, "fuzz", reg)
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Source != "fuzz" || fe.Reason == "" {
+				t.Fatalf("error without place or reason: %v", err)
+			}
+			return
+		}
+		if verr := p.Validate(reg); verr != nil {
+			t.Fatalf("accepted plan fails validation: %v", verr)
+		}
+	})
+}

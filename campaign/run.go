@@ -1,0 +1,195 @@
+package campaign
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/workload"
+)
+
+// Files of a run directory besides histories.HistoryFile and histories.FaultsFile.
+const (
+	PlanFile   = "plan.json"
+	ResultFile = "result.json"
+	HTMLFile   = "history.html"
+	LogsDir    = "logs"
+)
+
+// Options are how a plan is run, as opposed to what it runs.
+type Options struct {
+	Registry     *lockimpl.Registry
+	Backend      cluster.Backend // nil: a process backend of its own, closed after the run
+	Dir          string          // run directory to write; "" writes nothing
+	CheckTimeout time.Duration   // per property; 0: linearizability's default
+	Grace        time.Duration   // how long after the end clients may take to finish; 0: 10s
+}
+
+// Report is what one run produced.
+type Report struct {
+	Plan     Plan                   `json:"plan"`
+	Dir      string                 `json:"dir,omitempty"`
+	Result   linearizability.Result `json:"result"`
+	Ops      int                    `json:"ops"`
+	Faults   int                    `json:"faults"`
+	RunTime  time.Duration          `json:"run_time"`
+	Warnings []string               `json:"warnings,omitempty"`
+}
+
+// Run runs a plan on real servers, checks the history and, with opts.Dir, writes the run
+// directory (plan, history, faults, result, HTML, server logs). Servers and faults are
+// always stopped and healed before it returns, also when ctx is cancelled.
+func Run(ctx context.Context, p Plan, opts Options) (rep Report, err error) {
+	if opts.Registry == nil {
+		opts.Registry = lockimpl.Builtin()
+	}
+	if err := p.Validate(opts.Registry); err != nil {
+		return Report{}, err
+	}
+	impl, _ := opts.Registry.Get(p.Impl) // Validate found it
+	topo, _ := cluster.ParseTopology(p.Topology)
+	rep = Report{Plan: p, Dir: opts.Dir}
+	if opts.Dir != "" {
+		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+			return rep, fmt.Errorf("create run directory: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(opts.Dir, PlanFile), p.MarshalIndent(), 0o644); err != nil {
+			return rep, fmt.Errorf("write plan: %w", err)
+		}
+	}
+
+	backend := opts.Backend
+	if backend == nil {
+		pb, err := cluster.NewProcessBackend(cluster.ProcessOptions{})
+		if err != nil {
+			return rep, err
+		}
+		defer closeInto(&err, pb.Close)
+		backend = pb
+	}
+	cl, err := cluster.Start(ctx, backend, topo, cluster.Options{})
+	if err != nil {
+		return rep, fmt.Errorf("start %s topology: %w", topo, err)
+	}
+	defer closeInto(&err, cl.Close)
+	if opts.Dir != "" {
+		// Logs are copied last, after faults healed, whatever the run's outcome.
+		defer func() {
+			if cerr := cl.CopyLogs(filepath.Join(opts.Dir, LogsDir)); cerr != nil {
+				rep.Warnings = append(rep.Warnings, cerr.Error())
+			}
+		}()
+	}
+
+	h, err := execute(ctx, p, impl, cl, opts)
+	if err != nil {
+		return rep, err
+	}
+	rep.Ops, rep.Faults = len(h.Ops), len(h.Faults)
+	rep.RunTime = time.Duration(lastReturn(h))
+
+	copts := linearizability.Options{Timeout: opts.CheckTimeout}
+	if opts.Dir != "" {
+		if err := histories.Save(opts.Dir, h); err != nil {
+			return rep, err
+		}
+		copts.HTMLPath = filepath.Join(opts.Dir, HTMLFile)
+	}
+	rep.Result, err = linearizability.Check(h, copts)
+	if err != nil {
+		return rep, fmt.Errorf("check: %w", err)
+	}
+	if opts.Dir != "" {
+		if err := writeJSON(filepath.Join(opts.Dir, ResultFile), rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// execute runs the clients and the fault schedule and returns the recorded history.
+func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluster, opts Options) (histories.History, error) {
+	rec := histories.NewRecorder(histories.Meta{Fencing: p.Fencing, TTL: p.TTL.D(), Impl: p.Impl, Seed: p.Seed})
+	gates := faults.NewGates(rec)
+	env := &faults.Env{Cluster: cl, Gates: gates, Rec: rec, Clients: p.Clients}
+
+	grace := opts.Grace
+	if grace == 0 {
+		grace = 10 * time.Second
+	}
+	// The hard deadline leaves room for the longest fault to end and clients to finish.
+	hard := p.Duration.D() + grace
+	for _, f := range p.Faults {
+		hard = max(hard, f.At.D()+f.Duration.D()+grace)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, hard)
+	defer cancel()
+
+	sched, err := faults.Start(runCtx, env, p.FaultSpecs())
+	if err != nil {
+		return histories.History{}, err
+	}
+	stop := make(chan struct{})
+	timer := time.AfterFunc(p.Duration.D(), func() { close(stop) })
+	defer timer.Stop()
+
+	werr := workload.Run(runCtx, stop, workload.Config{
+		Clients: p.Clients, Keys: p.Keys, TTL: p.TTL.D(), Work: p.Work.D(), Think: p.Think.D(),
+		Retry: p.Retry.D(), Fencing: workload.Fencing(p.Fencing), Careless: p.Careless,
+		Timeout: p.Timeout.D(), Seed: p.Seed, StoreAddr: cl.Store.Addr(), Rec: rec,
+		Hook: gates.Reach,
+		NewLocker: func(client int) (lockimpl.Locker, error) {
+			return impl.New(lockimpl.Config{
+				Addrs:   cl.LockAddrs(),
+				Timeout: p.Timeout.D(),
+				Step: func(ctx context.Context, step string) error {
+					return gates.Reach(ctx, client, step)
+				},
+			})
+		},
+	})
+	herr := sched.Stop()
+	if err := errors.Join(werr, herr); err != nil {
+		return histories.History{}, err
+	}
+	if ctx.Err() != nil {
+		return histories.History{}, fmt.Errorf("run interrupted: %w", ctx.Err())
+	}
+	return rec.History(), nil
+}
+
+func lastReturn(h histories.History) int64 {
+	var last int64
+	for _, op := range h.Ops {
+		if op.Outcome != histories.Unknown {
+			last = max(last, op.Return)
+		}
+	}
+	return last
+}
+
+func closeInto(err *error, closeFn func() error) {
+	if cerr := closeFn(); cerr != nil && *err == nil {
+		*err = cerr
+	}
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

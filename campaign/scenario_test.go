@@ -1,0 +1,78 @@
+package campaign
+
+import (
+	"testing"
+
+	lin "github.com/locklab/locklab/linearizability"
+)
+
+// Each scenario that must show a violation asserts that the checker found it, and the
+// matching safe configuration asserts that it found none. Scenarios run in parallel: they
+// are built on margins (a pause three times the lease) that a busy machine cannot erase.
+
+func TestPausePastTTL(t *testing.T) {
+	cases := []struct {
+		impl, fencing string
+		want          verdicts
+	}{
+		// The textbook lock, no fencing: both the beliefs and the data break.
+		{"setnx", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.NA, lin.L1: lin.OK}},
+		{"fenced", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.OK, lin.L1: lin.OK}},
+		// Fencing cannot stop two clients believing, but the store refuses the stale write.
+		{"fenced", "full", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
+		{"fenced", "writes", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
+	}
+	for _, c := range cases {
+		t.Run(c.impl+"/"+c.fencing, func(t *testing.T) {
+			t.Parallel()
+			rep := runPlan(t, nil, scenario(t, "pause-past-ttl", func(p *Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
+			assertVerdicts(t, rep, c.want)
+			assertFaultsFired(t, rep)
+		})
+	}
+}
+
+func TestCheckThenSetIsCaught(t *testing.T) {
+	t.Parallel()
+	rep := runPlan(t, nil, scenario(t, "check-then-set", nil))
+	assertVerdicts(t, rep, verdicts{lin.P1: lin.Illegal})
+}
+
+func TestCheckThenSetSafeCounterpart(t *testing.T) {
+	t.Parallel()
+	rep := runPlan(t, nil, scenario(t, "check-then-set", func(p *Plan) { p.Impl = "setnx" }))
+	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK})
+	assertFaultsFired(t, rep)
+}
+
+func TestUnsafeReleaseIsCaught(t *testing.T) {
+	t.Parallel()
+	rep := runPlan(t, nil, scenario(t, "unsafe-release", nil))
+	assertVerdicts(t, rep, verdicts{lin.P1: lin.Illegal})
+	assertFaultsFired(t, rep)
+}
+
+func TestUnsafeReleaseSafeCounterpart(t *testing.T) {
+	t.Parallel()
+	// The same late release by the textbook lock's compare-and-delete harms nobody.
+	rep := runPlan(t, nil, scenario(t, "unsafe-release", func(p *Plan) { p.Impl = "setnx" }))
+	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK})
+	assertFaultsFired(t, rep)
+}
+
+func TestNoExpiryIsCaught(t *testing.T) {
+	t.Parallel()
+	rep := runPlan(t, nil, scenario(t, "no-expiry", nil))
+	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.L1: lin.Illegal})
+	assertFaultsFired(t, rep)
+}
+
+func TestNoExpirySafeCounterpart(t *testing.T) {
+	t.Parallel()
+	// The textbook lock crashing while it holds the lock: the lease expires, others go on.
+	rep := runPlan(t, nil, scenario(t, "no-expiry", func(p *Plan) {
+		p.Impl, p.Faults[0].Point = "setnx", "acquire:granted"
+	}))
+	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK})
+	assertFaultsFired(t, rep)
+}

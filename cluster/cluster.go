@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Options configures Start.
+type Options struct {
+	// Persistence of the lock servers; the store always runs without persistence.
+	Persistence Persistence
+}
+
+// Cluster is a running topology: the lock servers clients talk to, and a separate store
+// for the protected resource, so that faults on lock servers never touch it.
+type Cluster struct {
+	Topology Topology
+	Lock     []Node
+	Store    Node
+}
+
+// Start starts topology t on b. On error it stops whatever it had started.
+func Start(ctx context.Context, b Backend, t Topology, opts Options) (*Cluster, error) {
+	var lockCount int
+	switch t.Kind {
+	case Single:
+		lockCount = 1
+	case Nodes:
+		lockCount = t.Nodes
+	case Replicated:
+		return nil, fmt.Errorf("topology %s: not built yet (available: single, nodes:N)", t)
+	default:
+		return nil, fmt.Errorf("unknown topology kind %q", t.Kind)
+	}
+	if lockCount < 1 {
+		return nil, fmt.Errorf("topology %s: needs at least one node", t)
+	}
+	c := &Cluster{Topology: t}
+	for i := range lockCount {
+		n, err := b.StartNode(ctx, NodeConfig{Name: fmt.Sprintf("lock-%d", i), Persistence: opts.Persistence})
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
+		}
+		c.Lock = append(c.Lock, n)
+	}
+	store, err := b.StartNode(ctx, NodeConfig{Name: "store"})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("start store on %s backend: %w", b.Name(), err), c.Close())
+	}
+	c.Store = store
+	return c, nil
+}
+
+// LockAddrs are the lock servers' addresses, in order.
+func (c *Cluster) LockAddrs() []string {
+	addrs := make([]string, len(c.Lock))
+	for i, n := range c.Lock {
+		addrs[i] = n.Addr()
+	}
+	return addrs
+}
+
+// Nodes are all servers: the lock servers, then the store.
+func (c *Cluster) Nodes() []Node {
+	nodes := append([]Node(nil), c.Lock...)
+	if c.Store != nil {
+		nodes = append(nodes, c.Store)
+	}
+	return nodes
+}
+
+// CopyLogs copies each server's log into dir as <name>.log, for a run's report.
+func (c *Cluster) CopyLogs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("copy redis logs: %w", err)
+	}
+	var errs []error
+	for _, n := range c.Nodes() {
+		if n.LogPath() == "" {
+			continue
+		}
+		if err := copyFile(n.LogPath(), filepath.Join(dir, n.Name()+".log")); err != nil {
+			errs = append(errs, fmt.Errorf("copy log of %s: %w", n.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
+}
+
+// Close stops every server of the cluster (the backend stays open). Idempotent.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, n := range c.Nodes() {
+		if err := n.Stop(context.Background()); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", n.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}

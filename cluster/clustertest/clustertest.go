@@ -1,0 +1,89 @@
+// Package clustertest is the one test helper for real Redis servers: tests anywhere in
+// locklab start servers through it and get them stopped by t.Cleanup.
+package clustertest
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+)
+
+// startTimeout bounds starting a topology in a test.
+const startTimeout = 30 * time.Second
+
+// Backend is a process backend whose servers live under t.TempDir and are stopped at
+// cleanup. A missing redis-server fails the test with the install hint: a test that needs
+// Redis must never pass by skipping.
+func Backend(t testing.TB) *cluster.ProcessBackend {
+	t.Helper()
+	b, err := cluster.NewProcessBackend(cluster.ProcessOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("clustertest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("clustertest: close backend: %v", err)
+		}
+	})
+	return b
+}
+
+// Start starts topology topo (lock servers without persistence, plus the store).
+func Start(t testing.TB, topo cluster.Topology) *cluster.Cluster {
+	t.Helper()
+	return StartWith(t, topo, cluster.Options{})
+}
+
+// StartWith is Start with options, such as the lock servers' persistence.
+func StartWith(t testing.TB, topo cluster.Topology, opts cluster.Options) *cluster.Cluster {
+	t.Helper()
+	b := Backend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	c, err := cluster.Start(ctx, b, topo, opts)
+	if err != nil {
+		t.Fatalf("clustertest: %v", err)
+	}
+	logOnFailure(t, c.Nodes()...)
+	return c
+}
+
+// Node starts one standalone server.
+func Node(t testing.TB, cfg cluster.NodeConfig) cluster.Node {
+	t.Helper()
+	b := Backend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	n, err := b.StartNode(ctx, cfg)
+	if err != nil {
+		t.Fatalf("clustertest: %v", err)
+	}
+	logOnFailure(t, n)
+	return n
+}
+
+// logTail is how many lines of each server's log a failed test shows.
+const logTail = 30
+
+// logOnFailure shows the end of each server's log when the test fails, before cleanup
+// removes the directory the logs are in.
+func logOnFailure(t testing.TB, nodes ...cluster.Node) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, n := range nodes {
+			data, err := os.ReadFile(n.LogPath())
+			if err != nil {
+				continue
+			}
+			lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+			lines = lines[max(0, len(lines)-logTail):]
+			t.Logf("log of redis %s (%s), last %d lines:\n%s", n.Name(), n.Addr(), len(lines), strings.Join(lines, "\n"))
+		}
+	})
+}

@@ -1,0 +1,73 @@
+// Package cluster runs Redis topologies for locklab on a backend (local processes now;
+// Docker and external addresses later) and gives fault injectors a handle on each server.
+//
+// Every server started is stopped by Cluster.Close or Backend.Close. The process backend
+// also makes the kernel kill its servers when the starting process dies, however it dies;
+// a program that wants them shut down in order on Ctrl-C closes the backend from a
+// signal.NotifyContext. Tests get servers from package clustertest.
+package cluster
+
+import (
+	"context"
+	"fmt"
+)
+
+// Node is one Redis server of a topology, whatever backend runs it.
+type Node interface {
+	Name() string
+	Addr() string    // 127.0.0.1:port
+	LogPath() string // the server's log file; "" when the backend has none
+	// Pause freezes the server (SIGSTOP): connections stay open, nothing is answered.
+	Pause(ctx context.Context) error
+	// Resume undoes Pause (SIGCONT).
+	Resume(ctx context.Context) error
+	// Kill crashes the server (SIGKILL). Its data dir is kept, so Restart recovers
+	// whatever its persistence had written.
+	Kill(ctx context.Context) error
+	// Restart starts a killed server again on the same port, dir and config and waits
+	// until it answers.
+	Restart(ctx context.Context) error
+	// Stop ends the server for good: SIGTERM, then SIGKILL after a grace period.
+	// It is idempotent and also works on a paused or killed server.
+	Stop(ctx context.Context) error
+}
+
+// Persistence is what a server writes to disk, which decides what survives Kill+Restart.
+type Persistence string
+
+// None keeps nothing (save "" and appendonly no); the AOF modes fsync every second or on
+// every write.
+const (
+	PersistNone        Persistence = "none"
+	PersistAOFEverysec Persistence = "aof-everysec"
+	PersistAOFAlways   Persistence = "aof-always"
+)
+
+// args are the redis-server arguments for p; "" means PersistNone.
+func (p Persistence) args() ([]string, error) {
+	switch p {
+	case "", PersistNone:
+		return []string{"--save", "", "--appendonly", "no"}, nil
+	case PersistAOFEverysec:
+		return []string{"--save", "", "--appendonly", "yes", "--appendfsync", "everysec"}, nil
+	case PersistAOFAlways:
+		return []string{"--save", "", "--appendonly", "yes", "--appendfsync", "always"}, nil
+	}
+	return nil, fmt.Errorf("unknown persistence %q (want none, aof-everysec or aof-always)", string(p))
+}
+
+// NodeConfig describes one server to start. ExtraArgs are appended to the command line
+// (redis-server --option value ...), so they override the defaults.
+type NodeConfig struct {
+	Name        string
+	Persistence Persistence
+	ExtraArgs   []string
+}
+
+// Backend starts Redis servers.
+type Backend interface {
+	Name() string
+	StartNode(ctx context.Context, cfg NodeConfig) (Node, error)
+	// Close stops every node the backend started, also ones already stopped.
+	Close() error
+}

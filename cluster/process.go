@@ -1,0 +1,157 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+)
+
+// EnvRedisServer names the redis-server binary when ProcessOptions.Binary is empty.
+const EnvRedisServer = "LOCKLAB_REDIS_SERVER"
+
+// portAttempts is how many free ports StartNode tries before giving up on clashes.
+const portAttempts = 5
+
+// ProcessOptions configures a ProcessBackend.
+type ProcessOptions struct {
+	// Binary is the redis-server to run; empty means $LOCKLAB_REDIS_SERVER, then
+	// redis-server from PATH.
+	Binary string
+	// Dir is where the backend makes its temporary directory (one subdirectory per
+	// server); empty means the system's temp dir. The backend's directory is removed by
+	// Close only when Dir is empty: a caller who chose a place keeps what is there.
+	Dir string
+}
+
+// ProcessBackend runs each server as a local redis-server process in its own process group,
+// bound to 127.0.0.1 on a free port, with its own directory and log.
+type ProcessBackend struct {
+	binary  string
+	root    string
+	keepDir bool
+	spawn   *spawner
+
+	mu     sync.Mutex
+	nodes  []*ProcessNode
+	closed bool
+}
+
+// NewProcessBackend finds the redis-server binary and makes the backend's directory.
+func NewProcessBackend(opts ProcessOptions) (*ProcessBackend, error) {
+	bin, err := findBinary(opts.Binary)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.MkdirTemp(opts.Dir, "locklab-redis-")
+	if err != nil {
+		return nil, fmt.Errorf("make redis directory: %w", err)
+	}
+	return &ProcessBackend{binary: bin, root: root, keepDir: opts.Dir != "", spawn: newSpawner()}, nil
+}
+
+// findBinary resolves the redis-server to run, saying where it looked when there is none.
+func findBinary(explicit string) (string, error) {
+	name, from := explicit, "ProcessOptions.Binary"
+	if name == "" {
+		name, from = os.Getenv(EnvRedisServer), "$"+EnvRedisServer
+	}
+	if name == "" {
+		name, from = "redis-server", "PATH"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("redis-server not found (looked for %q in %s: %v); install it with `apt-get install redis-server` or set %s to its path",
+			name, from, err, EnvRedisServer)
+	}
+	return path, nil
+}
+
+// The process backend's types satisfy the package's interfaces.
+var (
+	_ Backend = (*ProcessBackend)(nil)
+	_ Node    = (*ProcessNode)(nil)
+)
+
+// Name is "process".
+func (b *ProcessBackend) Name() string { return "process" }
+
+// Binary is the redis-server the backend runs.
+func (b *ProcessBackend) Binary() string { return b.binary }
+
+// StartNode starts one server and waits until it answers. Names need not be unique: each
+// server gets a fresh directory.
+func (b *ProcessBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, error) {
+	persist, err := cfg.Persistence.args()
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errBackendClosed
+	}
+	if cfg.Name == "" {
+		cfg.Name = fmt.Sprintf("redis-%d", len(b.nodes))
+	}
+	b.mu.Unlock()
+
+	dir, err := os.MkdirTemp(b.root, cfg.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("make directory for %s: %w", cfg.Name, err)
+	}
+	var errs []error
+	for range portAttempts {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		n := newProcessNode(b, cfg.Name, dir, port, persist, cfg.ExtraArgs)
+		// Registered before it starts, so that a concurrent Close stops it too.
+		if err := b.register(n); err != nil {
+			return nil, err
+		}
+		err = n.start(ctx)
+		if err == nil {
+			return n, nil
+		}
+		errs = append(errs, err)
+		if !errors.Is(err, errPortInUse) {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+func (b *ProcessBackend) register(n *ProcessNode) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return errBackendClosed
+	}
+	b.nodes = append(b.nodes, n)
+	return nil
+}
+
+// Close stops every server the backend started and removes its directory (unless the
+// caller chose it). It is idempotent.
+func (b *ProcessBackend) Close() error {
+	b.mu.Lock()
+	nodes := b.nodes
+	b.closed = true
+	b.mu.Unlock()
+
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = n.Stop(context.Background()) })
+	}
+	wg.Wait()
+	b.spawn.close()
+	if !b.keepDir {
+		errs = append(errs, os.RemoveAll(b.root))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,283 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stopGrace is how long Stop waits after SIGTERM before SIGKILL.
+const stopGrace = 5 * time.Second
+
+// reapTimeout bounds the wait for a SIGKILLed process to be reaped.
+const reapTimeout = 10 * time.Second
+
+// errPortInUse marks a start that failed because another process had the port.
+var errPortInUse = errors.New("port already in use")
+
+// ProcessNode is a redis-server process started by a ProcessBackend.
+type ProcessNode struct {
+	name, addr, dir  string
+	logPath, outPath string // redis's own log; stdout+stderr (messages before the log opens)
+	binary           string
+	args             []string
+	spawn            *spawner
+
+	mu      sync.Mutex // serialises the operations on one node
+	proc    *proc      // the current (or last) process; nil before the first start
+	stopped bool       // Stop was called: the node never runs again
+}
+
+// proc is one run of the server.
+type proc struct {
+	pid    int
+	exited chan struct{} // closed once the process has been reaped
+}
+
+func newProcessNode(b *ProcessBackend, name, dir string, port int, persist, extra []string) *ProcessNode {
+	n := &ProcessNode{
+		name:    name,
+		addr:    "127.0.0.1:" + strconv.Itoa(port),
+		dir:     dir,
+		logPath: filepath.Join(dir, "redis.log"),
+		outPath: filepath.Join(dir, "stdout.log"),
+		binary:  b.binary,
+		spawn:   b.spawn,
+	}
+	n.args = append([]string{
+		"--bind", "127.0.0.1",
+		"--port", strconv.Itoa(port),
+		"--daemonize", "no",
+		"--protected-mode", "no",
+		"--dir", dir,
+		"--logfile", n.logPath,
+		// Redis replaces its command line with this title; the tag keeps our servers
+		// recognisable to `pgrep -a redis-server | grep locklab`.
+		"--proc-title-template", "{title} {listen-addr} locklab:" + name,
+	}, persist...)
+	n.args = append(n.args, extra...)
+	return n
+}
+
+// Name is the name given in NodeConfig.
+func (n *ProcessNode) Name() string { return n.name }
+
+// Addr is 127.0.0.1:port.
+func (n *ProcessNode) Addr() string { return n.addr }
+
+// LogPath is the server's log file, which survives restarts (the server appends).
+func (n *ProcessNode) LogPath() string { return n.logPath }
+
+// Dir is the server's working and data directory.
+func (n *ProcessNode) Dir() string { return n.dir }
+
+// Pid is the current (or last) process id, 0 before the first start.
+func (n *ProcessNode) Pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil {
+		return 0
+	}
+	return n.proc.pid
+}
+
+// running reports whether the current process is alive (not yet reaped). Caller holds mu.
+func (n *ProcessNode) running() bool {
+	if n.proc == nil {
+		return false
+	}
+	select {
+	case <-n.proc.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// signalGroup signals the server's process group, which also reaches the children redis
+// forks for rewrites and saves. Caller holds mu.
+func (n *ProcessNode) signalGroup(sig syscall.Signal) error {
+	if err := syscall.Kill(-n.proc.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal %s to redis %s (pid %d): %w", sig, n.name, n.proc.pid, err)
+	}
+	return nil
+}
+
+// Pause sends SIGSTOP.
+func (n *ProcessNode) Pause(ctx context.Context) error {
+	return n.signalRunning("pause", syscall.SIGSTOP)
+}
+
+// Resume sends SIGCONT.
+func (n *ProcessNode) Resume(ctx context.Context) error {
+	return n.signalRunning("resume", syscall.SIGCONT)
+}
+
+func (n *ProcessNode) signalRunning(what string, sig syscall.Signal) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.running() {
+		return fmt.Errorf("%s redis %s on %s: not running", what, n.name, n.addr)
+	}
+	return n.signalGroup(sig)
+}
+
+// Kill sends SIGKILL and waits until the process is reaped. The directory is kept.
+func (n *ProcessNode) Kill(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.running() {
+		return fmt.Errorf("kill redis %s on %s: not running", n.name, n.addr)
+	}
+	return n.killAndReap()
+}
+
+// killAndReap SIGKILLs the group and waits for the reap, bounded by reapTimeout rather than
+// a caller's ctx: a dying process must not be left behind unreaped. Caller holds mu.
+func (n *ProcessNode) killAndReap() error {
+	if err := n.signalGroup(syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {
+	case <-n.proc.exited:
+		return nil
+	case <-time.After(reapTimeout):
+		return fmt.Errorf("redis %s (pid %d) still alive %s after SIGKILL", n.name, n.proc.pid, reapTimeout)
+	}
+}
+
+// Restart starts a killed server again on the same port, directory and arguments.
+func (n *ProcessNode) Restart(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.stopped:
+		return fmt.Errorf("restart redis %s on %s: node was stopped", n.name, n.addr)
+	case n.running():
+		return fmt.Errorf("restart redis %s on %s: still running (Kill it first)", n.name, n.addr)
+	}
+	return n.startLocked(ctx)
+}
+
+// Stop ends the server for good: SIGTERM (plus SIGCONT in case it is paused), then SIGKILL
+// after stopGrace or when ctx ends. Idempotent.
+func (n *ProcessNode) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stopped = true
+	if !n.running() {
+		return nil
+	}
+	if err := syscall.Kill(n.proc.pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop redis %s: %w", n.name, err)
+	}
+	_ = n.signalGroup(syscall.SIGCONT) // a stopped process only acts on SIGTERM once continued
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-n.proc.exited:
+		// Children redis forked (a rewrite in progress) may outlive it; they are in its group.
+		return n.signalGroup(syscall.SIGKILL)
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	return n.killAndReap()
+}
+
+// start is the first start of the node.
+func (n *ProcessNode) start(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.startLocked(ctx)
+}
+
+// startLocked runs the server and waits until it answers; on failure nothing is left
+// running. Caller holds mu.
+func (n *ProcessNode) startLocked(ctx context.Context) error {
+	if n.stopped {
+		return fmt.Errorf("start redis %s on %s: node was stopped", n.name, n.addr)
+	}
+	logStart := fileSize(n.logPath)
+	out, err := os.OpenFile(n.outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start redis on %s: %w", n.addr, err)
+	}
+	cmd := exec.Command(n.binary, n.args...)
+	cmd.Dir = n.dir
+	cmd.Stdout, cmd.Stderr = out, out
+	// Own process group: a terminal's Ctrl-C reaches only us, and we stop the server in
+	// order. Pdeathsig: the server dies with us even if we are SIGKILLed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = n.spawn.start(cmd)
+	out.Close() // the child has its own copy
+	if err != nil {
+		return fmt.Errorf("start redis on %s: %w", n.addr, err)
+	}
+	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait() // reaps; the exit status shows in the log
+		close(p.exited)
+	}()
+	n.proc = p
+
+	if err := n.waitReady(ctx); err != nil {
+		_ = n.killAndReap()
+		if grewWith(n.logPath, logStart, "Address already in use") {
+			err = fmt.Errorf("%w: %w", errPortInUse, err)
+		}
+		return fmt.Errorf("start redis on %s: %w%s", n.addr, err, tail(20, n.outPath, n.logPath))
+	}
+	return nil
+}
+
+// waitReady probes until the server answers as itself, it exits, or the deadline passes.
+func (n *ProcessNode) waitReady(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, readyTimeout)
+		defer cancel()
+	}
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	var last error
+	for {
+		if last = probe(ctx, n.addr, n.proc.pid); last == nil {
+			return nil
+		}
+		select {
+		case <-n.proc.exited:
+			return errors.New("redis-server exited before it was ready")
+		case <-ctx.Done():
+			return fmt.Errorf("not ready: %w (last probe: %v)", ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// grewWith reports whether what was appended to path after offset contains s.
+func grewWith(path string, offset int64, s string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.NewSectionReader(f, offset, 1<<20))
+	return err == nil && strings.Contains(string(data), s)
+}

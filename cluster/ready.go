@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// readyTimeout bounds the wait for a server to answer when the caller's ctx has no deadline.
+const readyTimeout = 15 * time.Second
+
+// pollInterval is how often readiness is probed.
+const pollInterval = 10 * time.Millisecond
+
+// errNotReady is the probe's answer while the server is up but not usable yet.
+var errNotReady = errors.New("not ready")
+
+// newProbeClient is a go-redis client that sends nothing but the commands asked for: no
+// HELLO, no CLIENT SETINFO, no retries, so a probe is one round trip.
+func newProbeClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                     addr,
+		Protocol:                 2,
+		DisableIdentity:          true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		MaxRetries:               -1,
+		DialerRetries:            1,
+		DialTimeout:              time.Second,
+		ReadTimeout:              time.Second,
+		WriteTimeout:             time.Second,
+		PoolSize:                 1,
+	})
+}
+
+// probe checks that the server at addr is process pid (not some other server that took
+// the port) and has finished loading its data. It first checks that the port accepts
+// connections at all, and uses a fresh client each time: a go-redis pool that saw
+// PoolSize failed dials answers with the old error until its background redial (every
+// second) succeeds, which would add a second to every start.
+func probe(ctx context.Context, addr string, pid int) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	conn.Close()
+	c := newProbeClient(addr)
+	defer c.Close()
+	info, err := c.Info(ctx, "server", "persistence").Result()
+	if err != nil {
+		return err
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	if got, _ := strconv.Atoi(fields["process_id"]); got != pid {
+		return fmt.Errorf("answered by process %s, not %d", fields["process_id"], pid)
+	}
+	if fields["loading"] != "0" {
+		return errNotReady
+	}
+	return nil
+}
+
+// freePort asks the kernel for a free loopback port. Another process may take it before
+// the server binds, so callers retry on a clash.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail is the last n lines of each file, for error messages.
+func tail(n int, paths ...string) string {
+	var b strings.Builder
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil || len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		fmt.Fprintf(&b, "\n--- %s (last %d lines) ---\n%s", p, len(lines), strings.Join(lines, "\n"))
+	}
+	return b.String()
+}

@@ -1,0 +1,51 @@
+package cluster_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/clustertest"
+)
+
+func TestParseTopology(t *testing.T) {
+	good := map[string]cluster.Topology{
+		"single":       {Kind: cluster.Single, Nodes: 1},
+		" single ":     {Kind: cluster.Single, Nodes: 1},
+		"nodes":        {Kind: cluster.Nodes, Nodes: 5},
+		"nodes:3":      {Kind: cluster.Nodes, Nodes: 3},
+		"replicated":   {Kind: cluster.Replicated, Nodes: 3},
+		"replicated:2": {Kind: cluster.Replicated, Nodes: 2},
+	}
+	for in, want := range good {
+		got, err := cluster.ParseTopology(in)
+		if err != nil || got != want {
+			t.Errorf("ParseTopology(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+		if back, err := cluster.ParseTopology(got.String()); err != nil || back != got {
+			t.Errorf("ParseTopology(%q.String()=%q) = %+v, %v", in, got.String(), back, err)
+		}
+	}
+	for _, in := range []string{"", "ring", "nodes:0", "nodes:-1", "nodes:x", "single:2"} {
+		if got, err := cluster.ParseTopology(in); err == nil {
+			t.Errorf("ParseTopology(%q) = %+v, want an error", in, got)
+		}
+	}
+}
+
+func TestStartRefusesUnbuiltTopology(t *testing.T) {
+	b := clustertest.Backend(t)
+	_, err := cluster.Start(context.Background(), b, cluster.Topology{Kind: cluster.Replicated, Nodes: 3}, cluster.Options{})
+	if err == nil || !strings.Contains(err.Error(), "not built yet") {
+		t.Fatalf("Start(replicated) error = %v, want 'not built yet'", err)
+	}
+}
+
+func TestStartRefusesUnknownPersistence(t *testing.T) {
+	b := clustertest.Backend(t)
+	_, err := cluster.Start(context.Background(), b, cluster.Topology{Kind: cluster.Single, Nodes: 1}, cluster.Options{Persistence: "rdb-sometimes"})
+	if err == nil || !strings.Contains(err.Error(), "rdb-sometimes") {
+		t.Fatalf("Start with unknown persistence: %v", err)
+	}
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/linearizability"
+)
+
+func newCheckCmd() *cobra.Command {
+	var html string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "check DIR|FILE",
+		Short: "Re-check a saved run directory or history file offline",
+		Long: `Check loads history.jsonl (and faults.jsonl beside it) and checks P1, P2, P3 and L1
+again, without any server. Exit status: 0 no violation, 1 violation, 2 error, 3 timeout.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := histories.Load(args[0])
+			if err != nil {
+				return &statusError{exitError, err}
+			}
+			if html == "" {
+				if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+					html = filepath.Join(args[0], "recheck.html")
+				}
+			}
+			res, err := linearizability.Check(h, linearizability.Options{HTMLPath: html, Timeout: timeout})
+			if err != nil {
+				return &statusError{exitError, fmt.Errorf("check %s: %w", args[0], err)}
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%s: %d operations, %d fault windows, fencing %s\n", args[0], len(h.Ops), len(h.Faults), h.Meta.Fencing)
+			fmt.Fprint(w, res.String())
+			if html != "" {
+				fmt.Fprintf(w, "visualisation: %s\n", html)
+			}
+			return verdictStatus(res)
+		},
+	}
+	cmd.Flags().StringVar(&html, "html", "", "write the Porcupine visualisation here (default: DIR/recheck.html for a directory)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "checker timeout per property (0: default); a timeout is unknown, never a pass")
+	return cmd
+}

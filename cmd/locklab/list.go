@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+func newListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List lock implementations, fault kinds and catalog scenarios",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reg := lockimpl.Builtin()
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "IMPLEMENTATION\tFENCES\tTOPOLOGY\tKIND\tDESCRIPTION")
+			for _, i := range reg.List() {
+				kind, fences := "correct", "none"
+				if i.Mutant {
+					kind = "mutant: " + i.Bug
+				}
+				if i.Fencing {
+					fences = "yes"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", i.Name, fences, i.Topology, kind, i.Description)
+			}
+			fmt.Fprintln(w, "\nFAULT\tTARGETS\tDESCRIPTION")
+			for _, k := range faults.Kinds() {
+				fmt.Fprintf(w, "%s\t%s\t%s\n", k.Name, k.Targets, k.Description)
+			}
+			plans, err := campaign.Scenarios(reg)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
+			fmt.Fprintln(w, "\nSCENARIO\tIMPL\tFAULTS\tDESCRIPTION")
+			for _, p := range plans {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", p.Name, p.Impl, len(p.Faults), firstSentence(p.Description))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func firstSentence(s string) string {
+	for i, r := range s {
+		if r == '.' {
+			return s[:i+1]
+		}
+	}
+	return s
+}

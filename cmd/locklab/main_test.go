@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func locklab(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBadInputNamesItsPlace(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.json")
+	good := filepath.Join(dir, "good.json")
+	for path, doc := range map[string]string{
+		plan: "{\n  \"impl\": \"setnx\",\n  \"ttl\": \"soon\"\n}\n",
+		good: "{\n  \"impl\": \"fenced\",\n  \"fencing\": \"full\"\n}\n",
+	} {
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--clients", "0", "--out", dir}, "flag --clients: want 1 to 64, got 0"},
+		{[]string{"run", "--impl", "nope", "--out", dir}, `flag --impl: unknown lock implementation "nope"`},
+		{[]string{"run", "--fencing", "full", "--out", dir}, "flag --fencing: mode full needs fencing tokens, but setnx grants none"},
+		{[]string{"run", "--fault", "client-pause:at=1x", "--out", dir}, `flag --fault "client-pause:at=1x": parameter at: bad duration "1x"`},
+		{[]string{"run", "--fault", "client-pause:target=client:9", "--out", dir}, "flag --fault: faults[0].target"},
+		{[]string{"run", "--plan", plan, "--out", dir}, plan + `:3: ttl: bad duration "soon"`},
+		{[]string{"run", "--plan", good, "--fault", "client-pause:point=nowhere", "--out", dir}, `flag --fault: faults[0].point: fenced never reaches point "nowhere"`},
+		{[]string{"run", "--plan", good, "--impl", "setnx", "--out", dir}, good + ":3: fencing: mode full needs fencing tokens, but setnx grants none"},
+		{[]string{"run", "--scenario", "nope"}, `flag --scenario: unknown scenario "nope"`},
+		{[]string{"check", filepath.Join(dir, "missing")}, "load history"},
+	}
+	for _, c := range cases {
+		code, _, stderr := locklab(t, c.args...)
+		if code != exitError || !strings.Contains(stderr, c.want) {
+			t.Errorf("locklab %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, exitError, c.want)
+		}
+	}
+}
+
+func TestList(t *testing.T) {
+	code, out, _ := locklab(t, "list")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"setnx", "fenced", "check-then-set", "no-expiry", "unsafe-release", "client-pause", "client-crash", "pause-past-ttl"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list does not mention %s:\n%s", want, out)
+		}
+	}
+}
+
+// TestRunThenCheck runs the pause-past-ttl scenario on real Redis, then re-checks the
+// saved illegal run offline: both exit 1 and explain the violation.
+func TestRunThenCheck(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := locklab(t, "run", "--scenario", "pause-past-ttl", "--fencing", "off,full", "--out", out)
+	if code != exitViolation {
+		t.Fatalf("run: exit %d, want %d\n%s\n%s", code, exitViolation, stdout, stderr)
+	}
+	for _, want := range []string{"fencing off", "fencing full", "P1 ILLEGAL", "P2 ILLEGAL", "history.html"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("run output lacks %q:\n%s", want, stdout)
+		}
+	}
+	dirs, err := filepath.Glob(filepath.Join(out, "*-fencing-off"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("run directories: %v %v", dirs, err)
+	}
+	for _, f := range []string{"plan.json", "history.jsonl", "faults.jsonl", "result.json", "history.html", "logs/lock-0.log", "logs/store.log"} {
+		if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+	code, stdout, _ = locklab(t, "check", dirs[0])
+	if code != exitViolation || !strings.Contains(stdout, "while process") || !strings.Contains(stdout, "lost update") {
+		t.Fatalf("check: exit %d, want %d with the explanation:\n%s", code, exitViolation, stdout)
+	}
+	// The saved plan replays.
+	code, _, stderr = locklab(t, "run", "--plan", filepath.Join(dirs[0], "plan.json"), "--out", out)
+	if code != exitViolation {
+		t.Fatalf("replay of plan.json: exit %d, want %d\n%s", code, exitViolation, stderr)
+	}
+}

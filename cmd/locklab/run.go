@@ -1,0 +1,282 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+func newRunCmd() *cobra.Command {
+	var (
+		planFile, scenario, out string
+		fencing                 []string
+		faultFlags              []string
+		checkTimeout            time.Duration
+		p                       = campaign.DefaultPlan()
+		ttl, dur, work          time.Duration
+		think, retry, timeout   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run a plan (from flags, a plan file or a catalog scenario) on real Redis and check it",
+		Long: `Run starts the servers, runs the clients and faults, records every operation, checks
+the history (P1 mutual exclusion, P2 resource safety, P3 fence monotonicity, L1 progress)
+and writes a run directory per fencing mode. Flags override the plan file or scenario.
+
+Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`,
+		Example: `  locklab run --scenario pause-past-ttl --fencing off,full
+  locklab run --impl fenced --clients 4 --ttl 300ms --fault client-pause:at=0s,duration=1s,target=client:0
+  locklab run --plan my-plan.json --out runs`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reg := lockimpl.Builtin()
+			base, source, err := basePlan(planFile, scenario, reg)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
+			plan, err := overlayFlags(cmd.Flags(), base, p, ttl, dur, work, think, retry, timeout, faultFlags)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
+			if len(fencing) == 0 {
+				fencing = []string{plan.Fencing}
+			}
+			plans := make([]campaign.Plan, len(fencing))
+			for i, mode := range fencing {
+				plans[i] = plan.WithFencing(strings.TrimSpace(mode))
+				if err := plans[i].Validate(reg); err != nil {
+					return &statusError{exitError, placeError(err, cmd.Flags(), source, planFile)}
+				}
+			}
+			name := plan.Name
+			if name == "" {
+				name = "run"
+			}
+			stamp := time.Now().Format("20060102-150405")
+			reports := make([]campaign.Report, 0, len(plans))
+			for _, pl := range plans {
+				dir := filepath.Join(out, fmt.Sprintf("%s-%s-fencing-%s", stamp, name, pl.Fencing))
+				fmt.Fprintf(cmd.ErrOrStderr(), "running %s with fencing %s for %s ...\n", name, pl.Fencing, pl.Duration.D())
+				rep, err := campaign.Run(cmd.Context(), pl, campaign.Options{Registry: reg, Dir: dir, CheckTimeout: checkTimeout})
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("run %s with fencing %s: %w", name, pl.Fencing, err)}
+				}
+				reports = append(reports, rep)
+			}
+			printReports(cmd.OutOrStdout(), plan, reports)
+			return verdictStatus(results(reports)...)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&planFile, "plan", "", "plan file (JSON) to start from")
+	f.StringVar(&scenario, "scenario", "", "catalog scenario to start from (see locklab list)")
+	f.StringVar(&p.Impl, "impl", p.Impl, "lock implementation (see locklab list)")
+	f.StringVar(&p.Topology, "topology", p.Topology, "Redis topology: single")
+	f.IntVar(&p.Clients, "clients", p.Clients, "concurrent clients")
+	f.IntVar(&p.Keys, "keys", p.Keys, "lock keys")
+	f.DurationVar(&ttl, "ttl", p.TTL.D(), "lease duration")
+	f.DurationVar(&dur, "duration", p.Duration.D(), "how long clients start new critical sections")
+	f.DurationVar(&work, "work", p.Work.D(), "work in the critical section between read and write")
+	f.DurationVar(&think, "think", p.Think.D(), "time between a release and the next acquire")
+	f.DurationVar(&retry, "retry", p.Retry.D(), "mean delay after a refused acquire")
+	f.DurationVar(&timeout, "timeout", p.Timeout.D(), "per-operation network timeout")
+	f.BoolVar(&p.Careless, "careless", false, "clients skip the lease validity check before touching the store")
+	f.Int64Var(&p.Seed, "seed", p.Seed, "seed every random choice derives from")
+	f.StringSliceVar(&fencing, "fencing", nil, "fencing mode(s) of the store: off, writes, full; a list runs the plan once per mode, side by side")
+	f.StringArrayVar(&faultFlags, "fault", nil, "fault KIND:at=D,duration=D,target=T,point=P (repeatable; see locklab list)")
+	f.StringVar(&out, "out", "out", "directory for run directories")
+	f.DurationVar(&checkTimeout, "check-timeout", 0, "linearizability checker timeout per property (0: default); a timeout is reported as unknown, never as a pass")
+	return cmd
+}
+
+// basePlan is the plan flags are laid over: a file, a scenario, or the defaults.
+func basePlan(planFile, scenario string, reg *lockimpl.Registry) (campaign.Plan, string, error) {
+	switch {
+	case planFile != "" && scenario != "":
+		return campaign.Plan{}, "", errors.New("flags --plan and --scenario exclude each other")
+	case planFile != "":
+		p, err := campaign.ReadPlan(planFile, reg)
+		return p, planFile, err
+	case scenario != "":
+		p, err := campaign.Scenario(scenario, reg)
+		if err != nil {
+			return p, "", fmt.Errorf("flag --scenario: %w", err)
+		}
+		return p, "scenario " + scenario, nil
+	}
+	return campaign.DefaultPlan(), "defaults", nil
+}
+
+// overlayFlags copies onto base every flag the user set explicitly.
+func overlayFlags(fs *pflag.FlagSet, base, fl campaign.Plan, ttl, dur, work, think, retry, timeout time.Duration, faultFlags []string) (campaign.Plan, error) {
+	set := func(name string, apply func()) {
+		if fs.Changed(name) {
+			apply()
+		}
+	}
+	set("impl", func() { base.Impl = fl.Impl })
+	set("topology", func() { base.Topology = fl.Topology })
+	set("clients", func() { base.Clients = fl.Clients })
+	set("keys", func() { base.Keys = fl.Keys })
+	set("careless", func() { base.Careless = fl.Careless })
+	set("seed", func() { base.Seed = fl.Seed })
+	set("ttl", func() { base.TTL = campaign.D(ttl) })
+	set("duration", func() { base.Duration = campaign.D(dur) })
+	set("work", func() { base.Work = campaign.D(work) })
+	set("think", func() { base.Think = campaign.D(think) })
+	set("retry", func() { base.Retry = campaign.D(retry) })
+	set("timeout", func() { base.Timeout = campaign.D(timeout) })
+	if fs.Changed("fault") {
+		base.Faults = nil
+		for _, s := range faultFlags {
+			f, err := parseFaultFlag(s)
+			if err != nil {
+				return base, fmt.Errorf("flag --fault %q: %w", s, err)
+			}
+			base.Faults = append(base.Faults, f)
+		}
+	}
+	return base, nil
+}
+
+// parseFaultFlag reads KIND:at=D,duration=D,target=T,point=P.
+func parseFaultFlag(s string) (campaign.FaultSpec, error) {
+	kind, params, _ := strings.Cut(s, ":")
+	f := campaign.FaultSpec{Kind: kind}
+	if kind == "" {
+		return f, errors.New("missing fault kind")
+	}
+	if params == "" {
+		return f, nil
+	}
+	for _, kv := range strings.Split(params, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return f, fmt.Errorf("parameter %q: want key=value", kv)
+		}
+		switch k {
+		case "at", "duration":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return f, fmt.Errorf("parameter %s: bad duration %q", k, v)
+			}
+			if k == "at" {
+				f.At = campaign.D(d)
+			} else {
+				f.Duration = campaign.D(d)
+			}
+		case "target":
+			f.Target = v
+		case "point":
+			f.Point = v
+		default:
+			return f, fmt.Errorf("unknown parameter %q (want at, duration, target, point)", k)
+		}
+	}
+	return f, nil
+}
+
+// placeError says where a bad plan value came from: a flag, or the plan file's line.
+func placeError(err error, fs *pflag.FlagSet, source, planFile string) error {
+	var fe *campaign.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	field, _, _ := strings.Cut(fe.Field, "[")
+	switch {
+	case field == "faults" && fs.Changed("fault"):
+		fe.Source = "flag --fault"
+	case fs.Lookup(field) != nil && fs.Changed(field):
+		fe.Source, fe.Field = "flag --"+field, "" // the flag names the field
+	case planFile != "":
+		if data, rerr := os.ReadFile(planFile); rerr == nil {
+			fe.Source = planFile
+			fe.Line = campaign.FieldLine(data, fe.Field)
+		}
+	default:
+		fe.Source = source
+	}
+	return fe
+}
+
+func results(reps []campaign.Report) []linearizability.Result {
+	out := make([]linearizability.Result, len(reps))
+	for i, r := range reps {
+		out[i] = r.Result
+	}
+	return out
+}
+
+// verdictStatus turns results into the exit status: any violation wins over unknown.
+func verdictStatus(rs ...linearizability.Result) error {
+	unknown := false
+	for _, r := range rs {
+		if r.Violation() {
+			return &statusError{code: exitViolation}
+		}
+		unknown = unknown || r.Unknown()
+	}
+	if unknown {
+		return &statusError{code: exitUnknown}
+	}
+	return nil
+}
+
+// printReports prints the verdicts of the runs side by side, then every explanation.
+func printReports(w io.Writer, plan campaign.Plan, reps []campaign.Report) {
+	name := plan.Name
+	if name == "" {
+		name = "run"
+	}
+	fmt.Fprintf(w, "\n%s: impl %s, %d clients, %d keys, ttl %s, %d faults\n", name, plan.Impl, plan.Clients, plan.Keys, plan.TTL.D(), len(plan.Faults))
+	fmt.Fprintf(w, "%-26s", "")
+	for _, r := range reps {
+		fmt.Fprintf(w, "%-22s", "fencing "+r.Plan.Fencing)
+	}
+	fmt.Fprintln(w)
+	for _, prop := range linearizability.AllProperties() {
+		fmt.Fprintf(w, "%-26s", fmt.Sprintf("%s %s", prop, prop.Name()))
+		for _, r := range reps {
+			pr, _ := r.Result.Property(prop)
+			fmt.Fprintf(w, "%-22s", display(pr.Verdict))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%-26s", "operations")
+	for _, r := range reps {
+		fmt.Fprintf(w, "%-22d", r.Ops)
+	}
+	fmt.Fprintln(w)
+	for _, r := range reps {
+		fmt.Fprintf(w, "\nfencing %s: report %s\n", r.Plan.Fencing, filepath.Join(r.Dir, campaign.HTMLFile))
+		printExplanations(w, "  ", r.Result)
+	}
+}
+
+// display makes a violation stand out in a table of verdicts.
+func display(v linearizability.Verdict) string {
+	if v == linearizability.Illegal {
+		return "ILLEGAL"
+	}
+	return string(v)
+}
+
+// printExplanations prints why each property is illegal or undecided.
+func printExplanations(w io.Writer, indent string, r linearizability.Result) {
+	for _, pr := range r.Properties {
+		if pr.Explanation != "" && (pr.Verdict == linearizability.Illegal || pr.Verdict == linearizability.Unknown) {
+			fmt.Fprintf(w, "%s%s %s: %s\n", indent, pr.Property, display(pr.Verdict), pr.Explanation)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package histories
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// FormatVersion is the version of the JSON Lines files written here. Readers refuse
+// other versions rather than guess.
+const FormatVersion = 1
+
+// File names inside a run directory.
+const (
+	HistoryFile = "history.jsonl"
+	FaultsFile  = "faults.jsonl"
+)
+
+// header is the first line of every file: what the file is and in which version.
+type header struct {
+	Locklab string `json:"locklab"` // "history" or "faults"
+	Version int    `json:"version"`
+	Meta    *Meta  `json:"meta,omitempty"`
+}
+
+// maxLine bounds one line so that a corrupt file cannot make the reader allocate without end.
+const maxLine = 1 << 20
+
+// WriteHistory writes the header with h.Meta and one operation per line.
+func WriteHistory(w io.Writer, h History) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	meta := h.Meta
+	if err := enc.Encode(header{Locklab: "history", Version: FormatVersion, Meta: &meta}); err != nil {
+		return fmt.Errorf("write history header: %w", err)
+	}
+	for i, op := range h.Ops {
+		if err := enc.Encode(op); err != nil {
+			return fmt.Errorf("write history operation %d: %w", i, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// WriteFaults writes the fault windows, one per line, after a header.
+func WriteFaults(w io.Writer, faults []FaultWindow) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	if err := enc.Encode(header{Locklab: "faults", Version: FormatVersion}); err != nil {
+		return fmt.Errorf("write faults header: %w", err)
+	}
+	for i, f := range faults {
+		if err := enc.Encode(f); err != nil {
+			return fmt.Errorf("write fault %d: %w", i, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// ParseError says where a file is malformed.
+type ParseError struct {
+	File   string
+	Line   int
+	Reason string
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
+
+// ReadHistory reads operations written by WriteHistory; name is used in errors only.
+// Every operation is validated: a malformed file is rejected with its line and reason.
+func ReadHistory(r io.Reader, name string) (Meta, []Op, error) {
+	var meta Meta
+	var ops []Op
+	err := readLines(r, name, "history", func(h header) error {
+		if h.Meta == nil {
+			return errors.New(`history header has no "meta"`)
+		}
+		meta = *h.Meta
+		switch meta.Fencing {
+		case "off", "writes", "full":
+		default:
+			return fmt.Errorf("unknown fencing mode %q in header (want off, writes or full)", meta.Fencing)
+		}
+		if meta.TTL < 0 {
+			return fmt.Errorf("negative ttl %s in header", meta.TTL)
+		}
+		return nil
+	}, func(line []byte) error {
+		var op Op
+		if err := decodeStrict(line, &op); err != nil {
+			return err
+		}
+		if err := op.Validate(); err != nil {
+			return fmt.Errorf("invalid operation: %w", err)
+		}
+		ops = append(ops, op)
+		return nil
+	})
+	return meta, ops, err
+}
+
+// ReadFaults reads fault windows written by WriteFaults.
+func ReadFaults(r io.Reader, name string) ([]FaultWindow, error) {
+	var faults []FaultWindow
+	err := readLines(r, name, "faults", func(header) error { return nil }, func(line []byte) error {
+		var f FaultWindow
+		if err := decodeStrict(line, &f); err != nil {
+			return err
+		}
+		if err := f.Validate(); err != nil {
+			return fmt.Errorf("invalid fault window: %w", err)
+		}
+		faults = append(faults, f)
+		return nil
+	})
+	return faults, err
+}
+
+func readLines(r io.Reader, name, kind string, onHeader func(header) error, onLine func([]byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	n := 0
+	seenHeader := false
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if !seenHeader {
+			var h header
+			if err := decodeStrict(line, &h); err != nil {
+				return &ParseError{name, n, "bad header: " + err.Error()}
+			}
+			if h.Locklab != kind {
+				return &ParseError{name, n, fmt.Sprintf("not a locklab %s file (header says %q)", kind, h.Locklab)}
+			}
+			if h.Version != FormatVersion {
+				return &ParseError{name, n, fmt.Sprintf("format version %d, this locklab reads version %d", h.Version, FormatVersion)}
+			}
+			if err := onHeader(h); err != nil {
+				return &ParseError{name, n, err.Error()}
+			}
+			seenHeader = true
+			continue
+		}
+		if err := onLine(line); err != nil {
+			return &ParseError{name, n, err.Error()}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return &ParseError{name, n + 1, fmt.Sprintf("line longer than %d bytes", maxLine)}
+		}
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	if !seenHeader {
+		return &ParseError{name, n, fmt.Sprintf("empty file: no locklab %s header", kind)}
+	}
+	return nil
+}
+
+// decodeStrict decodes one JSON value, refusing unknown fields and trailing data, so that
+// a typo in a hand-edited file is an error rather than a silently dropped field.
+func decodeStrict(line []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("bad JSON: %w", err)
+	}
+	if dec.More() {
+		return errors.New("bad JSON: more than one value on the line")
+	}
+	return nil
+}
+
+// Save writes history.jsonl and faults.jsonl into dir.
+func Save(dir string, h History) error {
+	if err := writeFile(filepath.Join(dir, HistoryFile), func(w io.Writer) error { return WriteHistory(w, h) }); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, FaultsFile), func(w io.Writer) error { return WriteFaults(w, h.Faults) })
+}
+
+// Load reads a history from a run directory (history.jsonl, and faults.jsonl when present)
+// or from a history file.
+func Load(path string) (History, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return History{}, fmt.Errorf("load history: %w", err)
+	}
+	histPath, faultsPath := path, ""
+	if st.IsDir() {
+		histPath = filepath.Join(path, HistoryFile)
+		faultsPath = filepath.Join(path, FaultsFile)
+	} else if sib := filepath.Join(filepath.Dir(path), FaultsFile); sib != path {
+		faultsPath = sib
+	}
+	var h History
+	if err := readFile(histPath, func(r io.Reader) (err error) {
+		h.Meta, h.Ops, err = ReadHistory(r, histPath)
+		return err
+	}); err != nil {
+		return History{}, err
+	}
+	if faultsPath == "" {
+		return h, nil
+	}
+	if _, err := os.Stat(faultsPath); errors.Is(err, os.ErrNotExist) {
+		return h, nil
+	}
+	err = readFile(faultsPath, func(r io.Reader) (err error) {
+		h.Faults, err = ReadFaults(r, faultsPath)
+		return err
+	})
+	return h, err
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	return nil
+}
+
+func readFile(path string, read func(io.Reader) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	return read(f)
+}

@@ -1,0 +1,164 @@
+package histories
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Recorder collects the operations of concurrent clients on one monotonic base clock.
+// Each client records through its own Stream, which appends without locking, so that
+// recording costs no contention between clients.
+type Recorder struct {
+	base     time.Time
+	meta     Meta
+	nextProc atomic.Int64
+
+	mu      sync.Mutex
+	streams []*Stream
+	faults  []FaultWindow
+}
+
+// NewRecorder starts the base clock now.
+func NewRecorder(meta Meta) *Recorder {
+	base := time.Now()
+	meta.Started = base.UTC()
+	return &Recorder{base: base, meta: meta}
+}
+
+// Now is the time since the base in nanoseconds, on the monotonic clock.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.base)) }
+
+// Base is the recorder's base time (with its monotonic reading).
+func (r *Recorder) Base() time.Time { return r.base }
+
+// NewProcess hands out a fresh process id.
+func (r *Recorder) NewProcess() int { return int(r.nextProc.Add(1) - 1) }
+
+// Stream returns a new stream for one client. A stream must be used by one goroutine at a time.
+func (r *Recorder) Stream(client int) *Stream {
+	s := &Stream{rec: r, client: client, lockProc: r.NewProcess(), storeProc: r.NewProcess()}
+	r.mu.Lock()
+	r.streams = append(r.streams, s)
+	r.mu.Unlock()
+	return s
+}
+
+// FaultStart records that a fault became active and returns its index for FaultEnd.
+func (r *Recorder) FaultStart(kind, target, detail string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults = append(r.faults, FaultWindow{Kind: kind, Target: target, Detail: detail, Start: r.Now(), End: -1})
+	return len(r.faults) - 1
+}
+
+// FaultEnd records that the fault returned by FaultStart healed.
+func (r *Recorder) FaultEnd(i int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i >= 0 && i < len(r.faults) && r.faults[i].End == -1 {
+		r.faults[i].End = r.Now()
+	}
+}
+
+// History merges every stream into one history ordered by call time. Faults still active
+// are closed at the current time. Call it after the clients have stopped.
+func (r *Recorder) History() History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, s := range r.streams {
+		n += len(s.ops)
+	}
+	ops := make([]Op, 0, n)
+	for _, s := range r.streams {
+		ops = append(ops, s.ops...)
+	}
+	SortOps(ops)
+	faults := slices.Clone(r.faults)
+	now := r.Now()
+	for i := range faults {
+		if faults[i].End == -1 {
+			faults[i].End = now
+		}
+	}
+	return History{Meta: r.meta, Ops: ops, Faults: faults}
+}
+
+// SortOps orders operations by call time, then return time, then process: a stable,
+// total order so that saved histories are byte-for-byte reproducible.
+func SortOps(ops []Op) {
+	slices.SortStableFunc(ops, func(a, b Op) int {
+		switch {
+		case a.Call != b.Call:
+			return cmpInt64(a.Call, b.Call)
+		case a.Return != b.Return:
+			return cmpInt64(a.Return, b.Return)
+		default:
+			return a.Process - b.Process
+		}
+	})
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Stream records the operations of one client. Porcupine needs processes to be
+// sequential and an unknown operation never ends, so after an unknown outcome the client
+// continues under a fresh process id. Lock operations and store operations are checked
+// in separate partitions (P1/P3 and P2), so each family has its own process id: a store
+// write that timed out must not take away the lock its client still holds.
+type Stream struct {
+	rec       *Recorder
+	client    int
+	lockProc  int
+	storeProc int
+	ops       []Op
+}
+
+// Process is the stream's current process id for lock operations.
+func (s *Stream) Process() int { return s.lockProc }
+
+// StoreProcess is the stream's current process id for store operations.
+func (s *Stream) StoreProcess() int { return s.storeProc }
+
+// Client is the client this stream records for.
+func (s *Stream) Client() int { return s.client }
+
+// Now is the recorder's clock.
+func (s *Stream) Now() int64 { return s.rec.Now() }
+
+// Record appends a finished operation: call is the time taken before the operation was
+// sent (from Now). Process, client and return time are filled in here. After an unknown
+// outcome the stream moves to a fresh process for that family of operations.
+func (s *Stream) Record(kind Kind, key string, in Input, out Output, outcome Outcome, call int64) Op {
+	proc := &s.lockProc
+	if kind.IsStore() {
+		proc = &s.storeProc
+	}
+	op := Op{
+		Process: *proc, Client: s.client, Key: key, Kind: kind,
+		Input: in, Output: out, Outcome: outcome, Call: call, Return: s.rec.Now(),
+	}
+	s.ops = append(s.ops, op)
+	if outcome == Unknown {
+		*proc = s.rec.NewProcess()
+	}
+	return op
+}
+
+// Crash records that the client stopped for good at this moment; it ends every belief of
+// its current lock process on key.
+func (s *Stream) Crash(key string) {
+	now := s.rec.Now()
+	s.ops = append(s.ops, Op{Process: s.lockProc, Client: s.client, Key: key, Kind: Crash, Outcome: OK, Call: now, Return: now})
+	s.lockProc, s.storeProc = s.rec.NewProcess(), s.rec.NewProcess()
+}

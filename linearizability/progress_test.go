@@ -1,0 +1,109 @@
+package linearizability
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/histories"
+)
+
+func TestProgress(t *testing.T) {
+	const a, b, c = 0, 1, 2
+	const ttl100 = 100 * time.Millisecond
+	crashed := func(failCall float64, more ...histories.Op) histories.History {
+		ops := append([]histories.Op{
+			op(a, histories.Acquire, "k", histories.OK, 0, 10),
+			op(a, histories.Crash, "k", histories.OK, 20, 20),
+			op(b, histories.Acquire, "k", histories.Fail, failCall, failCall+10),
+		}, more...)
+		return history("off", ttl100, ops...)
+	}
+	tests := []struct {
+		name  string
+		h     histories.History
+		slack time.Duration
+		want  Verdict
+		says  []string // the explanation contains each
+	}{
+		{"no acquires", history("off", ttl100), 0, NA, nil},
+		{"no failing acquires", history("off", ttl100,
+			op(a, histories.Acquire, "k", histories.OK, 0, 10),
+			op(a, histories.Release, "k", histories.OK, 20, 30),
+		), 0, OK, nil},
+		{"refused while held", history("off", ttl100,
+			op(a, histories.Acquire, "k", histories.OK, 0, 10),
+			op(b, histories.Acquire, "k", histories.Fail, 5000, 5010),
+			op(a, histories.Release, "k", histories.OK, 6000, 6010),
+		), 0, OK, nil},
+		{"refused within ttl after a crash", crashed(100), 0, OK, nil},
+		{"refused within ttl plus slack", crashed(350), 0, OK, nil},
+		{"refused after ttl plus slack", crashed(400), 0, Illegal, []string{
+			`lock "k" stayed taken for 0.380 s after its last holder, process 0 (client 0), let go (crash) at 0.020 s with ttl 100ms`,
+			`process 1 (client 1)'s acquire at 0.400 s failed with nobody holding it`,
+		}},
+		{"no slack", crashed(150), -1, Illegal, []string{"stayed taken for 0.130 s"}},
+		{"larger slack", crashed(400), time.Second, OK, nil},
+		{"the lost lease asked for a longer ttl", history("off", ttl100,
+			op(a, histories.Acquire, "k", histories.OK, 0, 10, ttl(time.Second)),
+			op(a, histories.Crash, "k", histories.OK, 20, 20),
+			op(b, histories.Acquire, "k", histories.Fail, 800, 810),
+		), 0, OK, nil},
+		{"an extend renews the lease's ttl", history("off", ttl100,
+			op(a, histories.Acquire, "k", histories.OK, 0, 10),
+			op(a, histories.Extend, "k", histories.OK, 15, 18, ttl(time.Second)),
+			op(a, histories.Crash, "k", histories.OK, 20, 20),
+			op(b, histories.Acquire, "k", histories.Fail, 800, 810),
+		), 0, OK, nil},
+		{"someone else took it meanwhile", crashed(2000,
+			op(c, histories.Acquire, "k", histories.OK, 1990, 2020),
+		), 0, OK, nil},
+		{"an unknown acquire may hold the lease", crashed(700,
+			op(c, histories.Acquire, "k", histories.Unknown, 100, 500),
+		), 0, OK, nil},
+		{"the unknown acquire's lease ran out too", crashed(900,
+			op(c, histories.Acquire, "k", histories.Unknown, 100, 500),
+		), 0, Illegal, []string{"after process 2 (client 2)'s acquire with unknown outcome gave up at 0.500 s with ttl 100ms"}},
+		{"an unknown acquire still running", crashed(900,
+			op(c, histories.Acquire, "k", histories.Unknown, 850, 2000),
+		), 0, OK, nil},
+		{"nobody ever held it", history("off", ttl100,
+			op(b, histories.Acquire, "k", histories.Fail, 1000, 1010),
+		), 0, Illegal, []string{`lock "k" stayed taken for 1.000 s after the history began at 0.000 s`}},
+		{"first violation over keys", history("off", ttl100,
+			op(a, histories.Acquire, "late", histories.Fail, 3000, 3010),
+			op(b, histories.Acquire, "early", histories.Fail, 2000, 2010),
+			op(c, histories.Acquire, "early", histories.Fail, 2500, 2510),
+		), 0, Illegal, []string{`lock "early"`, "acquire at 2.000 s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := checkOrFail(t, tt.h, Options{Slack: tt.slack})
+			pr, _ := res.Property(L1)
+			if pr.Verdict != tt.want {
+				t.Fatalf("L1 = %s (%s), want %s", pr.Verdict, pr.Explanation, tt.want)
+			}
+			for _, s := range tt.says {
+				if !strings.Contains(pr.Explanation, s) {
+					t.Errorf("explanation %q does not say %q", pr.Explanation, s)
+				}
+			}
+		})
+	}
+}
+
+func TestProgressMentionsActiveFaults(t *testing.T) {
+	h := history("off", 100*time.Millisecond,
+		op(0, histories.Acquire, "k", histories.OK, 0, 10),
+		op(0, histories.Crash, "k", histories.OK, 20, 20),
+		op(1, histories.Acquire, "k", histories.Fail, 1000, 1010),
+	)
+	h.Faults = []histories.FaultWindow{
+		{Kind: "blackhole", Target: "client 1 -> redis 0", Start: ms(900), End: ms(1100)},
+		{Kind: "pause", Target: "redis 0", Start: ms(0), End: ms(100)},
+	}
+	pr, _ := checkOrFail(t, h, Options{}).Property(L1)
+	if !strings.HasSuffix(pr.Explanation, "(active faults: blackhole client 1 -> redis 0)") {
+		t.Errorf("explanation %q should name the active fault, and only it", pr.Explanation)
+	}
+}

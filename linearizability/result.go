@@ -1,0 +1,129 @@
+package linearizability
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Property names one checked property of DESIGN.md.
+type Property string
+
+// The four properties, in report order.
+const (
+	P1 Property = "P1" // mutual exclusion of beliefs (Porcupine, lock model)
+	P2 Property = "P2" // safety of the protected resource (Porcupine, locked register)
+	P3 Property = "P3" // fence monotonicity (Porcupine, lock model with fences)
+	L1 Property = "L1" // progress (checked directly on the history)
+)
+
+// AllProperties lists the properties in report order, the order of Result.Properties.
+func AllProperties() []Property { return []Property{P1, P2, P3, L1} }
+
+// Name is the property's name for people, e.g. "mutual exclusion" for P1.
+func (p Property) Name() string {
+	switch p {
+	case P1:
+		return "mutual exclusion"
+	case P2:
+		return "resource safety"
+	case P3:
+		return "fence monotonicity"
+	case L1:
+		return "progress"
+	}
+	return string(p)
+}
+
+// Verdict is the outcome of checking one property, or of a whole history.
+type Verdict string
+
+// NA means the history has nothing the property is about (no store operations for P2, no
+// fence granted for P3, no lock operations for P1 and L1). Unknown means the checker ran out
+// of time: it is never read as OK.
+const (
+	OK      Verdict = "ok"
+	Illegal Verdict = "illegal"
+	Unknown Verdict = "unknown"
+	NA      Verdict = "n/a"
+)
+
+// PropertyResult is the verdict on one property.
+type PropertyResult struct {
+	Property    Property      `json:"property"`
+	Verdict     Verdict       `json:"verdict"`
+	Explanation string        `json:"explanation,omitempty"` // illegal: the first violation in plain language; unknown, n/a: why
+	Ops         int           `json:"ops"`                   // operations the property was checked on
+	Elapsed     time.Duration `json:"elapsed_ns"`            // checking time, explanation included
+}
+
+// Result is the verdict on a whole history.
+type Result struct {
+	Verdict    Verdict          `json:"verdict"` // illegal if any property is, else unknown if any is, else ok
+	Fencing    string           `json:"fencing"` // the store's fencing mode the history was checked with
+	Properties []PropertyResult `json:"properties"`
+	HTML       string           `json:"html,omitempty"` // path of the visualisation, when one was written
+}
+
+// Violation reports whether some property is illegal.
+func (r Result) Violation() bool { return r.Verdict == Illegal }
+
+// Unknown reports whether no property is illegal but some could not be decided in time.
+func (r Result) Unknown() bool { return r.Verdict == Unknown }
+
+// Property returns the result for p, if it was checked.
+func (r Result) Property(p Property) (PropertyResult, bool) {
+	for _, pr := range r.Properties {
+		if pr.Property == p {
+			return pr, true
+		}
+	}
+	return PropertyResult{}, false
+}
+
+// overall combines per-property verdicts: any illegal wins, then any unknown; n/a counts as ok.
+func overall(props []PropertyResult) Verdict {
+	v := OK
+	for _, p := range props {
+		switch p.Verdict {
+		case Illegal:
+			return Illegal
+		case Unknown:
+			v = Unknown
+		}
+	}
+	return v
+}
+
+// String renders a compact table: a header line, then one line per property.
+func (r Result) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (fencing %s)\n", r.Verdict, r.Fencing)
+	for _, p := range r.Properties {
+		line := fmt.Sprintf("  %-3s %-8s %7d ops %9s", p.Property, p.Verdict, p.Ops, roundDuration(p.Elapsed))
+		if p.Explanation != "" {
+			line += "  " + p.Explanation
+		}
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
+	}
+	return b.String()
+}
+
+// roundDuration keeps three significant-looking digits for the table.
+func roundDuration(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+// seconds renders ns since the run's base as seconds with millisecond precision.
+func seconds(ns int64) string { return fmt.Sprintf("%.3f s", float64(ns)/1e9) }
+
+// span renders an interval of ns since the base, e.g. "0.140–0.150 s".
+func span(from, to int64) string {
+	return fmt.Sprintf("%.3f–%.3f s", float64(from)/1e9, float64(to)/1e9)
+}

@@ -1,0 +1,186 @@
+package linearizability
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/model"
+)
+
+// Porcupine writes one LinearizationInfo per check, so one HTML file with every property
+// needs one check of one model. combined is that model: its partitions are (property, key)
+// and each input carries its property, so Step dispatches to that property's model. The
+// verdicts do not come from this run (each property has its own check, which stops at the
+// first illegal partition), so with HTMLPath set a history is searched twice; measured on
+// 50,000 operations the second search is under a tenth of the cost of writing the HTML
+// (Porcupine's JSON encoding dominates), so sharing the search is not worth its coupling.
+
+// tagged is an input of the combined model: the property's own input and its property.
+type tagged struct {
+	prop Property
+	in   any
+}
+
+// PartitionKey makes tagged work with model.PartitionByKey.
+func (t tagged) PartitionKey() string { return t.in.(model.Keyed).PartitionKey() }
+
+// taggedState is a state of the combined model. Init cannot know which property a
+// partition belongs to, so the initial state has no property and the first Step picks
+// the property's own initial state.
+type taggedState struct {
+	prop Property
+	s    any
+}
+
+func combined(models map[Property]porcupine.Model) porcupine.Model {
+	return porcupine.Model{
+		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+			var parts [][]porcupine.Operation
+			for _, p := range [...]Property{P1, P2, P3} {
+				var ops []porcupine.Operation
+				for _, op := range history {
+					if op.Input.(tagged).prop == p {
+						ops = append(ops, op)
+					}
+				}
+				parts = append(parts, model.PartitionByKey(ops)...)
+			}
+			return parts
+		},
+		Init: func() any { return taggedState{} },
+		Step: func(state, input, output any) (bool, any) {
+			s, in := state.(taggedState), input.(tagged)
+			m := models[in.prop]
+			if s.prop == "" {
+				s = taggedState{in.prop, m.Init()}
+			}
+			ok, next := m.Step(s.s, in.in, output)
+			return ok, taggedState{in.prop, next}
+		},
+		Equal: func(a, b any) bool {
+			sa, sb := a.(taggedState), b.(taggedState)
+			return sa.prop == sb.prop && (sa.prop == "" || models[sa.prop].Equal(sa.s, sb.s))
+		},
+		Hash: func(state any) uint64 {
+			s := state.(taggedState)
+			if s.prop == "" || models[s.prop].Hash == nil {
+				return 0
+			}
+			return models[s.prop].Hash(s.s)
+		},
+		DescribeOperation: func(input, output any) string {
+			in := input.(tagged)
+			return fmt.Sprintf("%s %s: %s", in.prop, in.PartitionKey(), models[in.prop].DescribeOperation(in.in, output))
+		},
+		DescribeState: func(state any) string {
+			s := state.(taggedState)
+			if s.prop == "" {
+				return "initial"
+			}
+			return fmt.Sprintf("%s: %s", s.prop, models[s.prop].DescribeState(s.s))
+		},
+		DescribeOperationMetadata: func(info any) string {
+			if m, ok := info.(histories.OpMeta); ok {
+				return m.String()
+			}
+			return ""
+		},
+	}
+}
+
+// writeHTML checks the combined model verbosely (with the same timeout; a timeout still
+// gives a file, with the partial linearizations found so far) and writes the visualisation.
+func (c *checker) writeHTML(path string, res Result) error {
+	models := map[Property]porcupine.Model{
+		P1: model.LockModel(model.LockOptions{Exclusion: true}),
+		P2: model.RegisterModel(c.mode),
+		P3: model.LockModel(model.LockOptions{Fences: true}),
+	}
+	var ops []porcupine.Operation
+	tag := func(p Property, part []porcupine.Operation) {
+		for _, op := range part {
+			op.Input = tagged{p, op.Input}
+			ops = append(ops, op)
+		}
+	}
+	tag(P1, c.lockOps)
+	tag(P2, c.storeOps)
+	tag(P3, c.fenceOps)
+	m := combined(models)
+	_, info := porcupine.CheckOperationsVerbose(m, ops, c.opts.Timeout)
+	info.AddAnnotations(c.annotations(res))
+	if err := porcupine.VisualizePath(m, info, path); err != nil {
+		return fmt.Errorf("write visualisation %s: %w", path, err)
+	}
+	return nil
+}
+
+// annotations are the fault windows (on a "faults" lane, and client-targeted ones also on
+// the lanes of that client's processes they overlap) and the first violation of each
+// illegal property (on a "violations" lane).
+func (c *checker) annotations(res Result) []porcupine.Annotation {
+	end := historyEnd(c.h)
+	lanes := histories.Lanes(c.h.Ops)
+	type span struct {
+		client, lane int
+		first, last  int64
+	}
+	var spans []span
+	seen := make(map[int]int)
+	for _, op := range c.h.Ops {
+		i, ok := seen[op.Process]
+		if !ok {
+			i = len(spans)
+			seen[op.Process] = i
+			spans = append(spans, span{op.Client, lanes[op.Process], op.Call, op.Return})
+		}
+		spans[i].first, spans[i].last = min(spans[i].first, op.Call), max(spans[i].last, op.Return)
+	}
+	var out []porcupine.Annotation
+	for _, w := range c.h.Faults {
+		wEnd := w.End
+		if wEnd < 0 {
+			wEnd = max(end, w.Start)
+		}
+		desc := strings.TrimSpace(w.Kind + " " + w.Target)
+		details := fmt.Sprintf("%s from %s to %s", desc, seconds(w.Start), seconds(wEnd))
+		if w.Detail != "" {
+			details += ": " + w.Detail
+		}
+		a := porcupine.Annotation{Tag: "faults", Start: w.Start, End: wEnd, Description: desc, Details: details, BackgroundColor: "#ffe0b2"}
+		out = append(out, a)
+		if client, ok := targetClient(w.Target); ok {
+			for _, s := range spans {
+				if s.client == client && s.first <= wEnd && w.Start <= s.last {
+					a.Tag, a.ClientId, a.Description = "", s.lane, w.Kind
+					out = append(out, a)
+				}
+			}
+		}
+	}
+	for _, pr := range res.Properties {
+		f, ok := c.findings[pr.Property]
+		if !ok {
+			continue
+		}
+		out = append(out, porcupine.Annotation{
+			Tag: "violations", Start: f.at, End: max(f.until, f.at),
+			Description: fmt.Sprintf("%s illegal", pr.Property), Details: f.text, BackgroundColor: "#ffcdd2",
+		})
+	}
+	return out
+}
+
+// targetClient parses a fault target of the form "client N".
+func targetClient(target string) (int, bool) {
+	rest, ok := strings.CutPrefix(target, "client ")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(rest))
+	return n, err == nil && n >= 0
+}

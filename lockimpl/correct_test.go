@@ -1,0 +1,240 @@
+package lockimpl_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+// correct are the implementations that must be safe on a single healthy server.
+var correct = []string{"setnx", "fenced"}
+
+func forEachCorrect(t *testing.T, f func(t *testing.T, name string)) {
+	for _, name := range correct {
+		t.Run(name, func(t *testing.T) { f(t, name) })
+	}
+}
+
+func TestAcquireRelease(t *testing.T) {
+	forEachCorrect(t, func(t *testing.T, name string) {
+		addr, rc := server(t)
+		a, b := locker(t, name, addr, nil), locker(t, name, addr, nil)
+		ctx := ctxT(t)
+		const ttl = time.Minute
+		lease, err := a.Acquire(ctx, "k", ttl)
+		if err != nil {
+			t.Fatalf("Acquire: %v", err)
+		}
+		if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(lease.Token) || lease.Key != "k" {
+			t.Fatalf("lease %+v: want key k and a 128-bit hex token", lease)
+		}
+		if lease.Validity <= 0 || lease.Validity > ttl || lease.Remaining(time.Now()) > ttl {
+			t.Fatalf("validity %s, remaining %s; want in (0, %s]", lease.Validity, lease.Remaining(time.Now()), ttl)
+		}
+		if got := rc.Get(ctx, "k").Val(); got != lease.Token {
+			t.Fatalf("server holds %q, want the lease's token", got)
+		}
+		if pttl := rc.PTTL(ctx, "k").Val(); pttl <= 0 || pttl > ttl {
+			t.Fatalf("PTTL %s, want in (0, %s]", pttl, ttl)
+		}
+
+		_, err = b.Acquire(ctx, "k", ttl)
+		if !errors.Is(err, lockimpl.ErrNotAcquired) || lockimpl.Classify(err) != histories.Fail {
+			t.Fatalf("second Acquire: %v; want ErrNotAcquired", err)
+		}
+		if err := a.Release(ctx, lease); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if rc.Exists(ctx, "k").Val() != 0 {
+			t.Fatal("key still there after Release")
+		}
+		if err := a.Release(ctx, lease); !errors.Is(err, lockimpl.ErrNotHeld) {
+			t.Fatalf("second Release: %v; want ErrNotHeld", err)
+		}
+		if _, err := b.Acquire(ctx, "k", ttl); err != nil {
+			t.Fatalf("Acquire after Release: %v", err)
+		}
+	})
+}
+
+func TestStaleLeaseCannotHarmNewHolder(t *testing.T) {
+	forEachCorrect(t, func(t *testing.T, name string) {
+		addr, rc := server(t)
+		a, b := locker(t, name, addr, nil), locker(t, name, addr, nil)
+		ctx := ctxT(t)
+		stale, err := a.Acquire(ctx, "k", 20*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, rc, "k")
+		fresh, err := b.Acquire(ctx, "k", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Release(ctx, stale); !errors.Is(err, lockimpl.ErrNotHeld) {
+			t.Fatalf("Release of a stale lease: %v; want ErrNotHeld", err)
+		}
+		if _, err := a.Extend(ctx, stale, time.Hour); !errors.Is(err, lockimpl.ErrNotHeld) {
+			t.Fatalf("Extend of a stale lease: %v; want ErrNotHeld", err)
+		}
+		if got := rc.Get(ctx, "k").Val(); got != fresh.Token {
+			t.Fatalf("server holds %q, want the new holder's token", got)
+		}
+		if pttl := rc.PTTL(ctx, "k").Val(); pttl > time.Minute {
+			t.Fatalf("PTTL %s: the stale extend touched the new holder's lock", pttl)
+		}
+	})
+}
+
+func TestExtend(t *testing.T) {
+	forEachCorrect(t, func(t *testing.T, name string) {
+		addr, rc := server(t)
+		l := locker(t, name, addr, nil)
+		ctx := ctxT(t)
+		lease, err := l.Acquire(ctx, "k", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ext, err := l.Extend(ctx, lease, time.Hour)
+		if err != nil {
+			t.Fatalf("Extend: %v", err)
+		}
+		if ext.Key != lease.Key || ext.Token != lease.Token || ext.Fence != lease.Fence {
+			t.Fatalf("extended lease %+v does not keep key, token and fence of %+v", ext, lease)
+		}
+		if !ext.Deadline.After(lease.Deadline) || ext.Validity <= time.Second {
+			t.Fatalf("extended deadline %v (validity %s), was %v", ext.Deadline, ext.Validity, lease.Deadline)
+		}
+		if pttl := rc.PTTL(ctx, "k").Val(); pttl <= time.Second || pttl > time.Hour {
+			t.Fatalf("PTTL after Extend %s, want in (1s, 1h]", pttl)
+		}
+		if err := l.Release(ctx, ext); err != nil {
+			t.Fatalf("Release of the extended lease: %v", err)
+		}
+		if _, err := l.Extend(ctx, ext, time.Hour); !errors.Is(err, lockimpl.ErrNotHeld) {
+			t.Fatalf("Extend after Release: %v; want ErrNotHeld", err)
+		}
+	})
+}
+
+func TestLeaseExpires(t *testing.T) {
+	forEachCorrect(t, func(t *testing.T, name string) {
+		addr, rc := server(t)
+		a, b := locker(t, name, addr, nil), locker(t, name, addr, nil)
+		ctx := ctxT(t)
+		const ttl = 100 * time.Millisecond
+		if _, err := a.Acquire(ctx, "k", ttl); err != nil {
+			t.Fatal(err)
+		}
+		// The key always carries the TTL (-1 would be a lock that never expires); on a slow
+		// machine it may already be gone (-2).
+		if pttl := rc.PTTL(ctx, "k").Val(); pttl == -1 || pttl > ttl {
+			t.Fatalf("PTTL %s, want at most %s", pttl, ttl)
+		}
+		waitGone(t, rc, "k")
+		if _, err := b.Acquire(ctx, "k", time.Minute); err != nil {
+			t.Fatalf("Acquire after expiry: %v", err)
+		}
+	})
+}
+
+func TestFences(t *testing.T) {
+	forEachCorrect(t, func(t *testing.T, name string) {
+		addr, _ := server(t)
+		lockers := []lockimpl.Locker{locker(t, name, addr, nil), locker(t, name, addr, nil)}
+		ctx := ctxT(t)
+		var last int64
+		for i := range 6 {
+			lease, err := lockers[i%2].Acquire(ctx, "k", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case name == "setnx" && lease.Fence != 0:
+				t.Fatalf("setnx granted fence %d, want none", lease.Fence)
+			case name == "fenced" && i == 0 && lease.Fence != 1:
+				t.Fatalf("first fence %d, want 1", lease.Fence)
+			case name == "fenced" && lease.Fence <= last:
+				t.Fatalf("fence %d after %d: not strictly increasing", lease.Fence, last)
+			}
+			last = lease.Fence
+			if _, err := lockers[(i+1)%2].Acquire(ctx, "k", time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
+				t.Fatalf("contending Acquire: %v; want ErrNotAcquired", err)
+			}
+			if err := lockers[i%2].Release(ctx, lease); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestDeadlineCountsFromBeforeTheCommand(t *testing.T) {
+	forEachCorrect(t, func(t *testing.T, name string) {
+		addr, _ := server(t)
+		start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock := &steppedClock{now: start, step: 10 * time.Millisecond}
+		impl, _ := lockimpl.Builtin().Get(name)
+		l, err := impl.New(lockimpl.Config{Addrs: []string{addr}, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		const ttl = time.Second
+		lease, err := l.Acquire(ctxT(t), "k", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// First reading before sending, second at return.
+		if !lease.Deadline.Equal(start.Add(ttl)) || lease.Validity != ttl-10*time.Millisecond {
+			t.Fatalf("deadline %v, validity %s; want %v and %s", lease.Deadline, lease.Validity, start.Add(ttl), ttl-10*time.Millisecond)
+		}
+		ext, err := l.Extend(ctxT(t), lease, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := start.Add(20*time.Millisecond + ttl); !ext.Deadline.Equal(want) || ext.Validity != ttl-10*time.Millisecond {
+			t.Fatalf("extended deadline %v, validity %s; want %v and %s", ext.Deadline, ext.Validity, want, ttl-10*time.Millisecond)
+		}
+	})
+}
+
+func TestCrashAfterGrant(t *testing.T) {
+	forEachCorrect(t, func(t *testing.T, name string) {
+		addr, rc := server(t)
+		l := locker(t, name, addr, func(_ context.Context, step string) error {
+			if step == lockimpl.StepGranted {
+				return fmt.Errorf("at %s: %w", step, lockimpl.ErrCrashed)
+			}
+			return nil
+		})
+		ctx := ctxT(t)
+		_, err := l.Acquire(ctx, "k", time.Minute)
+		if !errors.Is(err, lockimpl.ErrCrashed) || lockimpl.Classify(err) != histories.Unknown {
+			t.Fatalf("Acquire: %v (%s); want the injected crash, unknown", err, lockimpl.Classify(err))
+		}
+		// The lock was granted and is leaked, but only until its TTL.
+		if pttl := rc.PTTL(ctx, "k").Val(); pttl <= 0 {
+			t.Fatalf("PTTL %s, want a granted lock with an expiry", pttl)
+		}
+	})
+}
+
+func TestBadArguments(t *testing.T) {
+	forEachCorrect(t, func(t *testing.T, name string) {
+		addr, _ := server(t)
+		l := locker(t, name, addr, nil)
+		ctx := ctxT(t)
+		if _, err := l.Acquire(ctx, "", time.Second); err == nil {
+			t.Error("Acquire with an empty key succeeded")
+		}
+		if _, err := l.Acquire(ctx, "k", time.Microsecond); err == nil {
+			t.Error("Acquire with a sub-millisecond ttl succeeded")
+		}
+	})
+}

@@ -1,0 +1,68 @@
+// Package lockimpl holds the Locker interface, the lock implementations under test
+// (correct ones and deliberately broken mutants) and a registry of them by name.
+package lockimpl
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/locklab/locklab/histories"
+)
+
+// ErrNotAcquired is a definite refusal of an acquire: the lock is held by someone else.
+var ErrNotAcquired = errors.New("lock not acquired")
+
+// ErrNotHeld is a definite refusal of a release or extend: the lease is no longer ours.
+var ErrNotHeld = errors.New("lock not held")
+
+// Lease is what a successful acquire or extend grants.
+type Lease struct {
+	Key      string
+	Token    string
+	Fence    int64         // fencing token; 0 when the implementation has none
+	Validity time.Duration // validity left when Acquire/Extend returned, as the implementation computes it
+	Deadline time.Time     // by the Locker's Clock: when the implementation considers the lease over
+}
+
+// Remaining is the lease's validity left at now (by the same clock as Deadline).
+func (l Lease) Remaining(now time.Time) time.Duration { return l.Deadline.Sub(now) }
+
+// Locker is a distributed lock client. Errors other than ErrNotAcquired and ErrNotHeld
+// (wrapped or not) mean the outcome is unknown: the command may have taken effect.
+type Locker interface {
+	Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error)
+	Release(ctx context.Context, lease Lease) error
+	Extend(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error)
+	Close() error
+}
+
+// Clock is the client's view of time; faults inject a skewed one.
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the machine's clock.
+type SystemClock struct{}
+
+// Now is time.Now.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// StepFunc is called by an implementation between the commands of one operation, with a
+// step name such as "acquire:after-setnx". A non-nil error makes the implementation stop
+// right there and return it: that is how a client crash between two commands is injected.
+type StepFunc func(ctx context.Context, step string) error
+
+// Classify maps a Locker error to the outcome recorded in the history.
+func Classify(err error) histories.Outcome {
+	switch {
+	case err == nil:
+		return histories.OK
+	case errors.Is(err, ErrNotAcquired), errors.Is(err, ErrNotHeld):
+		return histories.Fail
+	}
+	return histories.Unknown
+}
+
+// ErrCrashed is what a StepFunc returns to make the client stop for good at that step:
+// the next command is never sent. Classify maps it to unknown, as a crashed client
+// cannot know what happened.
+var ErrCrashed = errors.New("client crashed (injected)")

@@ -1,0 +1,114 @@
+package lockimpl
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Impl describes one implementation in the registry.
+type Impl struct {
+	Name, Description string
+	Fencing           bool     // grants fencing tokens (Lease.Fence > 0)
+	Topology          string   // topology kind it needs (cluster's Topology.Kind)
+	Mutant            bool     // deliberately broken
+	Bug               string   // for mutants: the bug class id from DESIGN.md
+	Steps             []string // step names it passes to Config.Step, where client faults can strike
+	New               func(Config) (Locker, error)
+}
+
+// Registry holds implementations by name, in registration order.
+type Registry struct {
+	impls []Impl
+	index map[string]int
+}
+
+// NewRegistry is an empty registry.
+func NewRegistry() *Registry { return &Registry{index: map[string]int{}} }
+
+// Builtin is a fresh registry of the implementations in this package: the correct
+// single-instance locks, then the mutants.
+func Builtin() *Registry {
+	r := NewRegistry()
+	for _, i := range []Impl{
+		{
+			Name:        "setnx",
+			Description: "single instance: SET NX PX with a random token; release and extend check the token (Lua)",
+			Topology:    "single",
+			Steps:       []string{StepGranted},
+			New:         newSetNX,
+		},
+		{
+			Name:        "fenced",
+			Description: "setnx plus a fencing token: INCR of a per-key counter in the same Lua script as SET NX PX",
+			Fencing:     true,
+			Topology:    "single",
+			Steps:       []string{StepGranted},
+			New:         newFenced,
+		},
+		{
+			Name:        "check-then-set",
+			Description: "mutant: GET, then SET PX in a second command; two clients can both see the lock free",
+			Topology:    "single",
+			Mutant:      true,
+			Bug:         "check-then-set",
+			Steps:       []string{StepAfterGet, StepGranted},
+			New:         newCheckThenSet,
+		},
+		{
+			Name:        "no-expiry",
+			Description: "mutant: SETNX, then PEXPIRE in a second command; a crash in between leaves a lock that never expires",
+			Topology:    "single",
+			Mutant:      true,
+			Bug:         "no-expiry",
+			Steps:       []string{StepAfterSetNX, StepGranted},
+			New:         newNoExpiry,
+		},
+		{
+			Name:        "unsafe-release",
+			Description: "mutant: acquires like setnx but releases with a plain DEL, deleting whoever holds the lock now",
+			Topology:    "single",
+			Mutant:      true,
+			Bug:         "unsafe-release",
+			Steps:       []string{StepGranted},
+			New:         newUnsafeRelease,
+		},
+	} {
+		if err := r.Register(i); err != nil {
+			panic(err) // a programming error in the list above
+		}
+	}
+	return r
+}
+
+// Register adds i; its name must be new and it must have a constructor.
+func (r *Registry) Register(i Impl) error {
+	switch {
+	case i.Name == "":
+		return fmt.Errorf("register lock implementation: empty name")
+	case i.New == nil:
+		return fmt.Errorf("register lock implementation %q: no constructor", i.Name)
+	}
+	if _, dup := r.index[i.Name]; dup {
+		return fmt.Errorf("register lock implementation %q: name already registered", i.Name)
+	}
+	r.index[i.Name] = len(r.impls)
+	r.impls = append(r.impls, i)
+	return nil
+}
+
+// Get finds an implementation by name.
+func (r *Registry) Get(name string) (Impl, error) {
+	if k, ok := r.index[name]; ok {
+		return r.impls[k], nil
+	}
+	names := make([]string, len(r.impls))
+	for k, i := range r.impls {
+		names[k] = i.Name
+	}
+	sort.Strings(names)
+	return Impl{}, fmt.Errorf("unknown lock implementation %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// List is every implementation, in registration order.
+func (r *Registry) List() []Impl { return append([]Impl(nil), r.impls...) }

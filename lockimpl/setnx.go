@@ -1,0 +1,56 @@
+package lockimpl
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// newSetNX is the textbook single-instance lock.
+func newSetNX(cfg Config) (Locker, error) {
+	return newRedisLock("setnx", cfg, acquireSetNX, releaseChecked)
+}
+
+// newFenced is setnx with a fencing token from a per-key counter.
+func newFenced(cfg Config) (Locker, error) {
+	return newRedisLock("fenced", cfg, acquireFenced, releaseChecked)
+}
+
+// acquireSetNX is one atomic SET key token NX PX ttl.
+func acquireSetNX(ctx context.Context, l *redisLock, key, token string, ttl time.Duration) (int64, error) {
+	err := l.client.Do(ctx, "SET", key, token, "NX", "PX", ttl.Milliseconds()).Err()
+	if errors.Is(err, redis.Nil) {
+		return 0, ErrNotAcquired
+	}
+	return 0, err
+}
+
+// acquireFenced does SET NX PX and, only when it succeeded, INCR of the fence counter,
+// in one script: a fence is never spent on a failed acquire, nor a lock granted without one.
+func acquireFenced(ctx context.Context, l *redisLock, key, token string, ttl time.Duration) (int64, error) {
+	fence, err := l.scripts.fencedAcquire.Run(ctx, l.client, []string{key, fenceKey(key)}, token, ttl.Milliseconds()).Int64()
+	switch {
+	case err != nil:
+		return 0, err
+	case fence == 0:
+		return 0, ErrNotAcquired
+	}
+	return fence, nil
+}
+
+// fenceKey is the counter of key's fences.
+func fenceKey(key string) string { return key + ":fence" }
+
+// releaseChecked deletes the lock only if it still holds the lease's token.
+func releaseChecked(ctx context.Context, l *redisLock, lease Lease) error {
+	n, err := l.scripts.release.Run(ctx, l.client, []string{lease.Key}, lease.Token).Int64()
+	switch {
+	case err != nil:
+		return err
+	case n == 0:
+		return ErrNotHeld
+	}
+	return nil
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what locklab's tests and demo need on a Debian machine: Redis from apt.
+# Idempotent: does nothing when everything is there.
+set -euo pipefail
+
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+[ ${#need[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "locklab needs: ${need[*]}; run as root: apt-get install -y ${need[*]}" >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "locklab needs: ${need[*]} (no apt-get here: install them with your package manager," >&2
+  echo "or point LOCKLAB_REDIS_SERVER at a redis-server binary)" >&2
+  exit 1
+fi
+echo "installing ${need[*]} from apt ..." >&2
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${need[@]}" >/dev/null

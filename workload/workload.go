@@ -1,0 +1,296 @@
+// Package workload is what the clients of a run do: lock-protected read-modify-write of
+// a protected store, every step recorded.
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+// Points where a client calls its Hook, in the order it reaches them. Lock
+// implementations add their own between commands (lockimpl.StepFunc).
+const (
+	AfterAcquire = "after-acquire" // the grant has arrived, nothing checked yet
+	BeforeWrite  = "before-write"  // after the validity check, right before the write: Kleppmann's pause
+	InRelease    = "in-release"    // the release has been issued but not yet sent
+)
+
+// Points lists the client's own points, in the order it reaches them.
+func Points() []string { return []string{AfterAcquire, BeforeWrite, InRelease} }
+
+// Hook is called by a client at each point; it may block (a pause) or return an error
+// wrapping lockimpl.ErrCrashed (a crash: the client stops for good).
+type Hook func(ctx context.Context, client int, point string) error
+
+// Config describes the clients of one run.
+type Config struct {
+	Clients  int
+	Keys     int
+	TTL      time.Duration
+	Work     time.Duration // time in the critical section between the read and the write
+	Think    time.Duration // time between a release and the next acquire
+	Retry    time.Duration // mean delay after a refused acquire (jittered)
+	Fencing  Fencing
+	Careless bool          // skip the validity check before touching the store
+	Timeout  time.Duration // per store operation
+	Seed     int64
+
+	StoreAddr string
+	NewLocker func(client int) (lockimpl.Locker, error)
+	Clock     func(client int) lockimpl.Clock // nil: the system clock
+	Hook      Hook                            // nil: no faults at client points
+	Rec       *histories.Recorder
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Clients < 1:
+		return fmt.Errorf("clients must be at least 1, got %d", c.Clients)
+	case c.Keys < 1:
+		return fmt.Errorf("keys must be at least 1, got %d", c.Keys)
+	case c.TTL <= 0:
+		return fmt.Errorf("ttl must be positive, got %s", c.TTL)
+	case c.Work < 0 || c.Think < 0 || c.Retry < 0:
+		return fmt.Errorf("work, think and retry must not be negative")
+	case c.Timeout <= 0:
+		return fmt.Errorf("timeout must be positive, got %s", c.Timeout)
+	case c.NewLocker == nil || c.Rec == nil || c.StoreAddr == "":
+		return fmt.Errorf("workload needs a locker factory, a recorder and a store address")
+	}
+	_, err := ParseFencing(string(c.Fencing))
+	return err
+}
+
+// KeyName is the name of lock key i.
+func KeyName(i int) string { return "k" + strconv.Itoa(i) }
+
+// Run starts the clients and returns when all have stopped. Clients begin no new
+// critical section once stop is closed, and finish the one they are in (releasing the
+// lock); ctx ending stops them at once.
+func Run(ctx context.Context, stop <-chan struct{}, cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("workload: %w", err)
+	}
+	store := NewStore(cfg.StoreAddr, cfg.Fencing, cfg.Timeout)
+	defer store.Close()
+
+	clients := make([]*client, cfg.Clients)
+	for i := range clients {
+		l, err := cfg.NewLocker(i)
+		if err != nil {
+			for _, c := range clients[:i] {
+				c.locker.Close()
+			}
+			return fmt.Errorf("workload: locker for client %d: %w", i, err)
+		}
+		clock := lockimpl.Clock(lockimpl.SystemClock{})
+		if cfg.Clock != nil {
+			clock = cfg.Clock(i)
+		}
+		clients[i] = &client{
+			id: i, cfg: &cfg, locker: l, store: store, clock: clock,
+			rec: cfg.Rec.Stream(i),
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)+1)),
+		}
+	}
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.loop(ctx, stop)
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for _, c := range clients {
+		if err := c.locker.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close locker of client %d: %w", c.id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type client struct {
+	id     int
+	cfg    *Config
+	locker lockimpl.Locker
+	store  *Store
+	clock  lockimpl.Clock
+	rec    *histories.Stream
+	rng    *rand.Rand
+}
+
+func stopped(ctx context.Context, stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *client) loop(ctx context.Context, stop <-chan struct{}) {
+	for !stopped(ctx, stop) {
+		key := KeyName(c.rng.IntN(c.cfg.Keys))
+		lease, outcome, crashed := c.acquire(ctx, key)
+		if crashed {
+			return
+		}
+		if outcome != histories.OK {
+			c.sleep(ctx, c.jitter(c.cfg.Retry))
+			continue
+		}
+		if crashed := c.section(ctx, lease); crashed {
+			return
+		}
+		c.sleep(ctx, c.cfg.Think)
+	}
+}
+
+func (c *client) jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d/2 + time.Duration(c.rng.Int64N(int64(d)))
+}
+
+func (c *client) sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// hook runs the fault hook at point; it reports a crash, after recording it.
+func (c *client) hook(ctx context.Context, key, point string) (crashed bool) {
+	if c.cfg.Hook == nil {
+		return false
+	}
+	if err := c.cfg.Hook(ctx, c.id, point); errors.Is(err, lockimpl.ErrCrashed) {
+		c.rec.Crash(key)
+		return true
+	}
+	return false
+}
+
+func (c *client) acquire(ctx context.Context, key string) (lockimpl.Lease, histories.Outcome, bool) {
+	call := c.rec.Now()
+	lease, err := c.locker.Acquire(ctx, key, c.cfg.TTL)
+	outcome := lockimpl.Classify(err)
+	out := histories.Output{Token: lease.Token, Fence: lease.Fence, Validity: lease.Validity}
+	if err != nil {
+		out = histories.Output{Error: err.Error()}
+	}
+	c.rec.Record(histories.Acquire, key, histories.Input{TTL: c.cfg.TTL}, out, outcome, call)
+	if errors.Is(err, lockimpl.ErrCrashed) {
+		c.rec.Crash(key)
+		return lease, outcome, true
+	}
+	return lease, outcome, false
+}
+
+// valid is the careful client's check of its lease right before it touches the store.
+func (c *client) valid(lease lockimpl.Lease) bool {
+	return c.cfg.Careless || lease.Remaining(c.clock.Now()) > 0
+}
+
+// fence is what the client presents to the store: its lease's fence when the store checks fences.
+func (c *client) fence(lease lockimpl.Lease) int64 {
+	if c.cfg.Fencing == FencingOff {
+		return 0
+	}
+	return lease.Fence
+}
+
+// storeOutcome classifies a store error: a stale-fence refusal is a definite fail.
+func storeOutcome(err error) histories.Outcome {
+	switch {
+	case err == nil:
+		return histories.OK
+	case errors.Is(err, ErrRejected):
+		return histories.Fail
+	}
+	return histories.Unknown
+}
+
+// section is one critical section: read, work, write, release. It reports a crash.
+func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed bool) {
+	key := lease.Key
+	if c.hook(ctx, key, AfterAcquire) {
+		return true
+	}
+	if !c.valid(lease) {
+		return c.release(ctx, lease)
+	}
+	fence := c.fence(lease)
+	opCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	call := c.rec.Now()
+	v, err := c.store.Read(opCtx, key, fence)
+	cancel()
+	out := histories.Output{Value: v}
+	if err != nil {
+		out = histories.Output{Error: err.Error()}
+	}
+	if c.rec.Record(histories.Read, key, histories.Input{Fence: fence}, out, storeOutcome(err), call).Outcome != histories.OK {
+		return c.release(ctx, lease)
+	}
+	c.sleep(ctx, c.cfg.Work)
+	if !c.valid(lease) {
+		return c.release(ctx, lease)
+	}
+	if c.hook(ctx, key, BeforeWrite) {
+		return true
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	opCtx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+	call = c.rec.Now()
+	err = c.store.Write(opCtx, key, fence, v+1)
+	cancel()
+	out = histories.Output{}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	c.rec.Record(histories.Write, key, histories.Input{Fence: fence, Value: v + 1, Base: v}, out, storeOutcome(err), call)
+	return c.release(ctx, lease)
+}
+
+// release gives the lease back. Its call time is taken before the InRelease hook, so a
+// pause there is a release in flight: the holder has let go, the command arrives late.
+func (c *client) release(ctx context.Context, lease lockimpl.Lease) (crashed bool) {
+	if ctx.Err() != nil {
+		return false
+	}
+	call := c.rec.Now()
+	if c.cfg.Hook != nil {
+		if err := c.cfg.Hook(ctx, c.id, InRelease); errors.Is(err, lockimpl.ErrCrashed) {
+			c.rec.Record(histories.Release, lease.Key, histories.Input{Token: lease.Token}, histories.Output{Error: err.Error()}, histories.Unknown, call)
+			c.rec.Crash(lease.Key)
+			return true
+		}
+	}
+	err := c.locker.Release(ctx, lease)
+	out := histories.Output{}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	c.rec.Record(histories.Release, lease.Key, histories.Input{Token: lease.Token}, out, lockimpl.Classify(err), call)
+	return false
+}
