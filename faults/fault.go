@@ -125,10 +125,15 @@ func Start(ctx context.Context, env *Env, specs []Spec) (*Schedule, error) {
 		}
 		fs[i] = f
 	}
+	return startFaults(ctx, env, specs, fs), nil
+}
+
+// startFaults runs built faults fs (one per spec, in the order of specs, sorted by At).
+func startFaults(ctx context.Context, env *Env, specs []Spec, fs []Fault) *Schedule {
 	ctx, cancel := context.WithCancel(ctx)
 	sch := &Schedule{cancel: cancel, done: make(chan struct{}), env: env, faults: fs}
 	go sch.run(ctx, specs)
-	return sch, nil
+	return sch
 }
 
 func (sch *Schedule) run(ctx context.Context, specs []Spec) {

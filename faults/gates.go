@@ -123,3 +123,16 @@ func (c *clientGate) Inject(_ context.Context, env *Env) error {
 }
 
 func (c *clientGate) Heal(context.Context, *Env) error { return nil }
+
+// armed counts the gates that have not fired yet.
+func (g *Gates) armed() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, a := range g.arm {
+		if !a.fired {
+			n++
+		}
+	}
+	return n
+}

@@ -69,11 +69,15 @@ func (r *Recorder) History() History {
 	defer r.mu.Unlock()
 	n := 0
 	for _, s := range r.streams {
-		n += len(s.ops)
+		for _, c := range s.chunks {
+			n += len(c)
+		}
 	}
 	ops := make([]Op, 0, n)
 	for _, s := range r.streams {
-		ops = append(ops, s.ops...)
+		for _, c := range s.chunks {
+			ops = append(ops, c...)
+		}
 	}
 	SortOps(ops)
 	faults := slices.Clone(r.faults)
@@ -121,7 +125,20 @@ type Stream struct {
 	client    int
 	lockProc  int
 	storeProc int
-	ops       []Op
+	chunks    [][]Op // fixed-size chunks: appending never copies what is recorded
+}
+
+// chunkSize is the number of operations per chunk.
+const chunkSize = 1024
+
+// add appends op to the last chunk, starting a new one when it is full.
+func (s *Stream) add(op Op) {
+	last := len(s.chunks) - 1
+	if last < 0 || len(s.chunks[last]) == chunkSize {
+		s.chunks = append(s.chunks, make([]Op, 0, chunkSize))
+		last++
+	}
+	s.chunks[last] = append(s.chunks[last], op)
 }
 
 // Process is the stream's current process id for lock operations.
@@ -148,7 +165,7 @@ func (s *Stream) Record(kind Kind, key string, in Input, out Output, outcome Out
 		Process: *proc, Client: s.client, Key: key, Kind: kind,
 		Input: in, Output: out, Outcome: outcome, Call: call, Return: s.rec.Now(),
 	}
-	s.ops = append(s.ops, op)
+	s.add(op)
 	if outcome == Unknown {
 		*proc = s.rec.NewProcess()
 	}
@@ -159,6 +176,6 @@ func (s *Stream) Record(kind Kind, key string, in Input, out Output, outcome Out
 // its current lock process on key.
 func (s *Stream) Crash(key string) {
 	now := s.rec.Now()
-	s.ops = append(s.ops, Op{Process: s.lockProc, Client: s.client, Key: key, Kind: Crash, Outcome: OK, Call: now, Return: now})
+	s.add(Op{Process: s.lockProc, Client: s.client, Key: key, Kind: Crash, Outcome: OK, Call: now, Return: now})
 	s.lockProc, s.storeProc = s.rec.NewProcess(), s.rec.NewProcess()
 }

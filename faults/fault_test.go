@@ -1,0 +1,127 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+func TestNewRejectsBadSpecs(t *testing.T) {
+	for _, c := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Kind: "meteor"}, `unknown fault kind "meteor" (known: client-pause`},
+		{Spec{Kind: "client-pause", At: -time.Second}, "negative time"},
+	} {
+		if _, err := New(c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%v) = %v, want an error with %q", c.spec, err, c.want)
+		}
+	}
+	f, err := New(Spec{Kind: "client-pause", Target: "client:3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Available(&Env{Clients: 2, Gates: &Gates{}}); err == nil || !strings.Contains(err.Error(), "0 ≤ N < 2") {
+		t.Errorf("client:3 of 2 clients: %v", err)
+	}
+}
+
+func TestPauseFiresOnceAtItsPointForItsClient(t *testing.T) {
+	rec := histories.NewRecorder(histories.Meta{Fencing: "off"})
+	env := &Env{Gates: NewGates(rec), Rec: rec, Clients: 2}
+	sch, err := Start(context.Background(), env, []Spec{{Kind: "client-pause", Duration: 50 * time.Millisecond, Target: "client:1", Point: "before-write"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return env.Gates.armed() == 1 })
+	ctx := context.Background()
+	start := time.Now()
+	for _, c := range []struct {
+		client int
+		point  string
+	}{{0, "before-write"}, {1, "after-acquire"}} {
+		if err := env.Gates.Reach(ctx, c.client, c.point); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if time.Since(start) > 40*time.Millisecond {
+		t.Fatal("a gate stalled a client or point it does not target")
+	}
+	start = time.Now()
+	if err := env.Gates.Reach(ctx, 1, "before-write"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Fatalf("pause lasted %s, want at least 50ms", d)
+	}
+	start = time.Now()
+	_ = env.Gates.Reach(ctx, 1, "before-write")
+	if time.Since(start) > 40*time.Millisecond {
+		t.Fatal("the pause fired twice")
+	}
+	if err := sch.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	h := rec.History()
+	if len(h.Faults) != 1 || h.Faults[0].Kind != "client-pause" || h.Faults[0].Target != "client:1" || h.Faults[0].End-h.Faults[0].Start < int64(50*time.Millisecond) {
+		t.Fatalf("fault windows = %+v", h.Faults)
+	}
+}
+
+func TestCrashReturnsErrCrashed(t *testing.T) {
+	rec := histories.NewRecorder(histories.Meta{Fencing: "off"})
+	env := &Env{Gates: NewGates(rec), Rec: rec, Clients: 1}
+	sch, err := Start(context.Background(), env, []Spec{{Kind: "client-crash", Target: "any", Point: "acquire:after-setnx"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sch.Stop()
+	waitFor(t, func() bool { return env.Gates.armed() == 1 })
+	if err := env.Gates.Reach(context.Background(), 0, "acquire:after-setnx"); !errors.Is(err, lockimpl.ErrCrashed) {
+		t.Fatalf("Reach = %v, want ErrCrashed", err)
+	}
+}
+
+// countingFault records its calls, to test the schedule without servers.
+type countingFault struct{ injects, heals atomic.Int32 }
+
+func (f *countingFault) Available(*Env) error { return nil }
+func (f *countingFault) Inject(context.Context, *Env) error {
+	f.injects.Add(1)
+	return nil
+}
+func (f *countingFault) Heal(context.Context, *Env) error {
+	f.heals.Add(1)
+	return nil
+}
+
+func TestStopHealsEverything(t *testing.T) {
+	// One fault already injected and still active, one never reached: Stop heals both.
+	a, b := &countingFault{}, &countingFault{}
+	sch := startFaults(context.Background(), &Env{}, []Spec{{At: 0, Duration: time.Hour}, {At: time.Hour}}, []Fault{a, b})
+	waitFor(t, func() bool { return a.injects.Load() == 1 })
+	if err := sch.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if a.heals.Load() != 1 || b.heals.Load() != 1 || b.injects.Load() != 0 {
+		t.Fatalf("a: %d injects %d heals; b: %d injects %d heals", a.injects.Load(), a.heals.Load(), b.injects.Load(), b.heals.Load())
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
