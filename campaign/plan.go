@@ -26,6 +26,8 @@ type Plan struct {
 	Description string      `json:"description,omitempty"`
 	Impl        string      `json:"impl"`
 	Topology    string      `json:"topology"`
+	Persistence string      `json:"persistence,omitempty"`  // lock servers: none (default), aof-everysec, aof-always
+	ServerClock string      `json:"server_clock,omitempty"` // "faketime": lock servers run under libfaketime, for clock faults
 	Clients     int         `json:"clients"`
 	Keys        int         `json:"keys"`
 	TTL         Duration    `json:"ttl"`
@@ -40,13 +42,29 @@ type Plan struct {
 	Faults      []FaultSpec `json:"faults,omitempty"`
 }
 
-// FaultSpec is one scheduled fault of a plan.
+// FaultSpec is one scheduled fault of a plan (see faults.Spec for the fields).
 type FaultSpec struct {
-	Kind     string   `json:"kind"`
-	At       Duration `json:"at"`
-	Duration Duration `json:"duration"`
-	Target   string   `json:"target,omitempty"`
-	Point    string   `json:"point,omitempty"`
+	Kind      string   `json:"kind"`
+	At        Duration `json:"at"`
+	Duration  Duration `json:"duration"`
+	Target    string   `json:"target,omitempty"`
+	Point     string   `json:"point,omitempty"`
+	Trigger   string   `json:"trigger,omitempty"`
+	Latency   Duration `json:"latency,omitzero"`
+	Jitter    Duration `json:"jitter,omitzero"`
+	Direction string   `json:"direction,omitempty"`
+	Offset    Duration `json:"offset,omitzero"`
+	Rate      float64  `json:"rate,omitempty"`
+	Mode      string   `json:"mode,omitempty"`
+}
+
+// Spec converts f for the faults package.
+func (f FaultSpec) Spec() faults.Spec {
+	return faults.Spec{
+		Kind: f.Kind, At: f.At.D(), Duration: f.Duration.D(), Target: f.Target, Point: f.Point,
+		Trigger: f.Trigger, Latency: f.Latency.D(), Jitter: f.Jitter.D(), Direction: f.Direction,
+		Offset: f.Offset.D(), Rate: f.Rate, Mode: f.Mode,
+	}
 }
 
 // Limits on a plan, so that a typo cannot start a thousand clients.
@@ -69,7 +87,7 @@ func DefaultPlan() Plan {
 func (p Plan) FaultSpecs() []faults.Spec {
 	out := make([]faults.Spec, len(p.Faults))
 	for i, f := range p.Faults {
-		out[i] = faults.Spec{Kind: f.Kind, At: f.At.D(), Duration: f.Duration.D(), Target: f.Target, Point: f.Point}
+		out[i] = f.Spec()
 	}
 	return out
 }
@@ -186,6 +204,16 @@ func (p Plan) Validate(reg *lockimpl.Registry) error {
 	if _, err := cluster.ParseTopology(p.Topology); err != nil {
 		return bad("topology", "%v", err)
 	}
+	switch cluster.Persistence(p.Persistence) {
+	case "", cluster.PersistNone, cluster.PersistAOFEverysec, cluster.PersistAOFAlways:
+	default:
+		return bad("persistence", "want none, aof-everysec or aof-always, got %q", p.Persistence)
+	}
+	switch p.ServerClock {
+	case "", "real", "faketime":
+	default:
+		return bad("server_clock", `want "real" or "faketime", got %q`, p.ServerClock)
+	}
 	if _, err := workload.ParseFencing(p.Fencing); err != nil {
 		return bad("fencing", "%v", err)
 	}
@@ -203,26 +231,35 @@ func (p Plan) Validate(reg *lockimpl.Registry) error {
 		for _, d := range []struct {
 			name string
 			d    Duration
-		}{{"at", f.At}, {"duration", f.Duration}} {
+		}{{"at", f.At}, {"duration", f.Duration}, {"latency", f.Latency}, {"jitter", f.Jitter}, {"offset", f.Offset}} {
 			if d.d.bad != "" {
 				return bad(field+"."+d.name, "%s", d.d.bad)
 			}
 		}
-		if f.At.D() >= p.Duration.D() {
+		if f.Trigger == "" && f.At.D() >= p.Duration.D() {
 			return bad(field+".at", "%s is not before the end of the run (%s)", f.At.D(), p.Duration.D())
 		}
-		ft, err := faults.New(faults.Spec{Kind: f.Kind, At: f.At.D(), Duration: f.Duration.D(), Target: f.Target, Point: f.Point})
+		ft, err := faults.New(f.Spec())
 		if err != nil {
 			return bad(field+".kind", "%v", err)
 		}
-		if err := ft.Available(&faults.Env{Clients: p.Clients, Gates: &faults.Gates{}}); err != nil {
-			return bad(field+".target", "%v", err)
+		// Availability that depends on servers is checked when the run starts.
+		if err := ft.Available(faults.NewEnv(nil, nil, p.Clients)); err != nil && !errors.Is(err, faults.ErrNeedsCluster) {
+			return bad(field, "%v", err)
 		}
-		if f.Point != "" && reg != nil {
-			impl, _ := reg.Get(p.Impl) // found above
-			points := append(workload.Points(), impl.Steps...)
-			if !slices.Contains(points, f.Point) {
-				return bad(field+".point", "%s never reaches point %q (points: %s)", p.Impl, f.Point, strings.Join(points, ", "))
+		if reg == nil {
+			continue
+		}
+		impl, _ := reg.Get(p.Impl) // found above
+		points := append(workload.Points(), impl.Steps...)
+		if f.Point != "" && !slices.Contains(points, f.Point) {
+			return bad(field+".point", "%s never reaches point %q (points: %s)", p.Impl, f.Point, strings.Join(points, ", "))
+		}
+		if f.Trigger != "" {
+			if _, point, err := faults.ParseTrigger(f.Trigger, p.Clients); err != nil {
+				return bad(field+".trigger", "%v", err)
+			} else if !slices.Contains(points, point) {
+				return bad(field+".trigger", "%s never reaches point %q (points: %s)", p.Impl, point, strings.Join(points, ", "))
 			}
 		}
 	}

@@ -76,7 +76,9 @@ func Run(ctx context.Context, p Plan, opts Options) (rep Report, err error) {
 		defer closeInto(&err, pb.Close)
 		backend = pb
 	}
-	cl, err := cluster.Start(ctx, backend, topo, cluster.Options{})
+	cl, err := cluster.Start(ctx, backend, topo, cluster.Options{
+		Persistence: cluster.Persistence(p.Persistence), ServerClock: p.ServerClock,
+	})
 	if err != nil {
 		return rep, fmt.Errorf("start %s topology: %w", topo, err)
 	}
@@ -119,8 +121,8 @@ func Run(ctx context.Context, p Plan, opts Options) (rep Report, err error) {
 // execute runs the clients and the fault schedule and returns the recorded history.
 func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluster, opts Options) (histories.History, error) {
 	rec := histories.NewRecorder(histories.Meta{Fencing: p.Fencing, TTL: p.TTL.D(), Impl: p.Impl, Seed: p.Seed})
-	gates := faults.NewGates(rec)
-	env := &faults.Env{Cluster: cl, Gates: gates, Rec: rec, Clients: p.Clients}
+	env := faults.NewEnv(cl, rec, p.Clients)
+	gates := env.Gates
 
 	grace := opts.Grace
 	if grace == 0 {
@@ -142,15 +144,25 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 	timer := time.AfterFunc(p.Duration.D(), func() { close(stop) })
 	defer timer.Stop()
 
+	eps := make([]cluster.Endpoints, p.Clients)
+	for i := range eps {
+		if eps[i], err = cl.Endpoints(i); err != nil {
+			return histories.History{}, errors.Join(fmt.Errorf("endpoints of client %d: %w", i, err), sched.Stop())
+		}
+	}
 	werr := workload.Run(runCtx, stop, workload.Config{
 		Clients: p.Clients, Keys: p.Keys, TTL: p.TTL.D(), Work: p.Work.D(), Think: p.Think.D(),
 		Retry: p.Retry.D(), Fencing: workload.Fencing(p.Fencing), Careless: p.Careless,
-		Timeout: p.Timeout.D(), Seed: p.Seed, StoreAddr: cl.Store.Addr(), Rec: rec,
-		Hook: gates.Reach,
+		Timeout: p.Timeout.D(), Seed: p.Seed, StoreAddr: func(client int) string { return eps[client].Store }, Rec: rec,
+		Hook: gates.Reach, Clock: env.ClientClock,
 		NewLocker: func(client int) (lockimpl.Locker, error) {
+			ep := eps[client]
 			return impl.New(lockimpl.Config{
-				Addrs:   cl.LockAddrs(),
-				Timeout: p.Timeout.D(),
+				Addrs:     ep.Lock,
+				Sentinels: ep.Sentinels,
+				Master:    ep.Master,
+				Clock:     env.ClientClock(client),
+				Timeout:   p.Timeout.D(),
 				Step: func(ctx context.Context, step string) error {
 					return gates.Reach(ctx, client, step)
 				},

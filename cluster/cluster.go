@@ -13,6 +13,9 @@ import (
 type Options struct {
 	// Persistence of the lock servers; the store always runs without persistence.
 	Persistence Persistence
+	// ServerClock "faketime" starts the lock servers under libfaketime, so that clock
+	// faults can move their wall clock; "" or "real" leaves their clocks alone.
+	ServerClock string
 }
 
 // Cluster is a running topology: the lock servers clients talk to, and a separate store

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -25,21 +24,38 @@ type Fault interface {
 	Heal(ctx context.Context, env *Env) error
 }
 
+// ErrNeedsCluster is what Available says, wrapped, when it cannot tell without the
+// running servers (plans are validated before any server starts).
+var ErrNeedsCluster = errors.New("needs the running cluster to tell")
+
 // Env is what faults act on.
 type Env struct {
 	Cluster *cluster.Cluster // nil in tests that need no servers
 	Gates   *Gates
 	Rec     *histories.Recorder
 	Clients int
+	clocks  []*SkewClock // one per client; see NewEnv
 }
 
-// Spec is one scheduled fault: plain data from the plan.
+// Spec is one scheduled fault: plain data from the plan. Which fields a kind reads is in
+// its KindInfo; the others must be zero.
 type Spec struct {
 	Kind     string
-	At       time.Duration // since the start of the run
+	At       time.Duration // since the start of the run, or since the trigger fired
 	Duration time.Duration
-	Target   string // e.g. "client:0", "any"
+	Target   string // e.g. "client:0", "any", "lock-0", "client:0->store"
 	Point    string // client faults: where in the client's steps it strikes
+
+	// Trigger "client:N@point" (or "any@point") starts the fault when that client reaches
+	// that point instead of at a time; the client is held there until the fault is injected.
+	Trigger string
+
+	Latency   time.Duration // network: added delay
+	Jitter    time.Duration // network: random spread of the delay
+	Direction string        // network: "up" (towards the server), "down" (replies), "both"
+	Offset    time.Duration // clocks: jump (may be negative)
+	Rate      float64       // clocks: speed factor, 1 = normal
+	Mode      string        // kind-specific variant, e.g. failover "manual" or "sentinel"
 }
 
 func (s Spec) String() string {
@@ -57,26 +73,17 @@ type KindInfo struct {
 	Targets     string // what Target may name
 	Points      bool   // whether Point applies
 	build       func(Spec) (Fault, error)
+	ownWindow   bool // the fault records its own window (client gates: when they fire)
 }
 
-// Kinds lists the fault kinds this locklab can inject.
+// Kinds lists the fault kinds this locklab can inject, family by family; each family
+// lists its kinds in its own file.
 func Kinds() []KindInfo {
-	return []KindInfo{
-		{
-			Name:        "client-pause",
-			Description: "the target client stalls for the duration when it next reaches the point (a GC pause); default point before-write, after its validity check",
-			Targets:     "client:N or any",
-			Points:      true,
-			build:       func(s Spec) (Fault, error) { return &clientGate{spec: s, crash: false}, nil },
-		},
-		{
-			Name:        "client-crash",
-			Description: "the target client stops for good when it next reaches the point, holding whatever it holds (points include a lock implementation's steps, e.g. acquire:after-setnx)",
-			Targets:     "client:N or any",
-			Points:      true,
-			build:       func(s Spec) (Fault, error) { return &clientGate{spec: s, crash: true}, nil },
-		},
+	var all []KindInfo
+	for _, family := range [][]KindInfo{clientKinds(), serverKinds(), networkKinds(), failoverKinds()} {
+		all = append(all, family...)
 	}
+	return all
 }
 
 // New builds the fault a spec describes, or says what is wrong with the spec.
@@ -91,6 +98,11 @@ func New(s Spec) (Fault, error) {
 		if !k.Points && s.Point != "" {
 			return nil, fmt.Errorf("fault %s takes no point", s.Kind)
 		}
+		if s.Trigger != "" {
+			if _, _, err := ParseTrigger(s.Trigger, -1); err != nil {
+				return nil, fmt.Errorf("fault %s: %w", s.Kind, err)
+			}
+		}
 		return k.build(s)
 	}
 	names := make([]string, 0, 8)
@@ -98,101 +110,4 @@ func New(s Spec) (Fault, error) {
 		names = append(names, k.Name)
 	}
 	return nil, fmt.Errorf("unknown fault kind %q (known: %s)", s.Kind, strings.Join(names, ", "))
-}
-
-// Schedule runs faults at their times. Stop heals every fault and waits for the schedule.
-type Schedule struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	env    *Env
-	faults []Fault
-	errs   []error
-}
-
-// Start checks every fault's availability, then runs the schedule in the background.
-// Times are relative to now.
-func Start(ctx context.Context, env *Env, specs []Spec) (*Schedule, error) {
-	specs = append([]Spec(nil), specs...)
-	sort.SliceStable(specs, func(i, j int) bool { return specs[i].At < specs[j].At })
-	fs := make([]Fault, len(specs))
-	for i, s := range specs {
-		f, err := New(s)
-		if err != nil {
-			return nil, err
-		}
-		if err := f.Available(env); err != nil {
-			return nil, fmt.Errorf("fault %s: %w", s, err)
-		}
-		fs[i] = f
-	}
-	return startFaults(ctx, env, specs, fs), nil
-}
-
-// startFaults runs built faults fs (one per spec, in the order of specs, sorted by At).
-func startFaults(ctx context.Context, env *Env, specs []Spec, fs []Fault) *Schedule {
-	ctx, cancel := context.WithCancel(ctx)
-	sch := &Schedule{cancel: cancel, done: make(chan struct{}), env: env, faults: fs}
-	go sch.run(ctx, specs)
-	return sch
-}
-
-func (sch *Schedule) run(ctx context.Context, specs []Spec) {
-	defer close(sch.done)
-	start := time.Now()
-	type healAt struct {
-		at time.Duration
-		f  Fault
-	}
-	var pending []healAt
-	next := 0
-	for next < len(specs) || len(pending) > 0 {
-		// The next event is the earliest of the next injection and the earliest heal.
-		wake := time.Duration(1<<63 - 1)
-		if next < len(specs) {
-			wake = specs[next].At
-		}
-		sort.Slice(pending, func(i, j int) bool { return pending[i].at < pending[j].at })
-		if len(pending) > 0 && pending[0].at < wake {
-			wake = pending[0].at
-		}
-		t := time.NewTimer(wake - time.Since(start))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		now := time.Since(start)
-		for len(pending) > 0 && pending[0].at <= now {
-			if err := pending[0].f.Heal(ctx, sch.env); err != nil {
-				sch.errs = append(sch.errs, err)
-			}
-			pending = pending[1:]
-		}
-		for next < len(specs) && specs[next].At <= now {
-			s := specs[next]
-			if err := sch.faults[next].Inject(ctx, sch.env); err != nil {
-				sch.errs = append(sch.errs, fmt.Errorf("inject %s: %w", s, err))
-			}
-			pending = append(pending, healAt{s.At + s.Duration, sch.faults[next]})
-			next++
-		}
-	}
-}
-
-// Stop ends the schedule and heals every fault, injected or not (Heal is idempotent),
-// with a fresh context so that healing happens even when the run's context is gone.
-// It returns every injection and healing error.
-func (sch *Schedule) Stop() error {
-	sch.cancel()
-	<-sch.done
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	errs := sch.errs
-	for _, f := range sch.faults {
-		if err := f.Heal(ctx, sch.env); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -105,7 +105,10 @@ func (f *countingFault) Heal(context.Context, *Env) error {
 func TestStopHealsEverything(t *testing.T) {
 	// One fault already injected and still active, one never reached: Stop heals both.
 	a, b := &countingFault{}, &countingFault{}
-	sch := startFaults(context.Background(), &Env{}, []Spec{{At: 0, Duration: time.Hour}, {At: time.Hour}}, []Fault{a, b})
+	sch := start(context.Background(), &Env{}, []*item{
+		{spec: Spec{At: 0, Duration: time.Hour}, fault: a, injected: make(chan struct{}), window: -1},
+		{spec: Spec{At: time.Hour}, fault: b, injected: make(chan struct{}), window: -1},
+	})
 	waitFor(t, func() bool { return a.injects.Load() == 1 })
 	if err := sch.Stop(); err != nil {
 		t.Fatal(err)

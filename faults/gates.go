@@ -22,11 +22,12 @@ type Gates struct {
 }
 
 type gate struct {
-	client int // -1: any client
-	point  string
-	crash  bool
-	stall  time.Duration
-	fired  bool
+	client  int // -1: any client
+	point   string
+	crash   bool
+	stall   time.Duration
+	trigger func(context.Context) // set: the gate starts a fault instead of acting itself
+	fired   bool
 }
 
 // NewGates returns gates that record the windows of the faults they fire in rec.
@@ -41,33 +42,42 @@ func (g *Gates) Reach(ctx context.Context, client int, point string) error {
 		return nil
 	}
 	g.mu.Lock()
-	var hit *gate
+	var hits []*gate
 	for _, a := range g.arm {
 		if !a.fired && a.point == point && (a.client == -1 || a.client == client) {
 			a.fired = true
-			hit = a
-			break
+			hits = append(hits, a)
 		}
 	}
 	g.mu.Unlock()
-	if hit == nil {
-		return nil
+	// Triggered faults go in first, then the client crashes or stalls.
+	for _, h := range hits {
+		if h.trigger != nil {
+			h.trigger(ctx)
+		}
 	}
 	target := "client:" + strconv.Itoa(client)
-	if hit.crash {
-		w := g.rec.FaultStart("client-crash", target, "at "+point)
+	for _, h := range hits {
+		if h.crash {
+			w := g.rec.FaultStart("client-crash", target, "at "+point)
+			g.rec.FaultEnd(w)
+			return fmt.Errorf("at %s: %w", point, lockimpl.ErrCrashed)
+		}
+	}
+	for _, h := range hits {
+		if h.trigger != nil {
+			continue
+		}
+		w := g.rec.FaultStart("client-pause", target, fmt.Sprintf("%s at %s", h.stall, point))
+		sleep(ctx, h.stall)
 		g.rec.FaultEnd(w)
-		return fmt.Errorf("at %s: %w", point, lockimpl.ErrCrashed)
 	}
-	w := g.rec.FaultStart("client-pause", target, fmt.Sprintf("%s at %s", hit.stall, point))
-	t := time.NewTimer(hit.stall)
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
-	}
-	g.rec.FaultEnd(w)
 	return nil
+}
+
+// addTrigger arms a gate that calls fire (once) when client reaches point.
+func (g *Gates) addTrigger(client int, point string, fire func(context.Context)) {
+	g.add(&gate{client: client, point: point, trigger: fire})
 }
 
 func (g *Gates) add(a *gate) {

@@ -13,10 +13,12 @@ const DefaultTimeout = 2 * time.Second
 
 // Config is what every implementation is built from.
 type Config struct {
-	Addrs   []string      // lock servers (single topology: one)
-	Clock   Clock         // nil → SystemClock{}
-	Step    StepFunc      // nil → no hook
-	Timeout time.Duration // per-command network timeout; 0 → DefaultTimeout
+	Addrs     []string      // lock servers (single topology: one)
+	Sentinels []string      // replicated topology: follow the primary through these Sentinels
+	Master    string        // replicated topology: the master name the Sentinels monitor
+	Clock     Clock         // nil → SystemClock{}
+	Step      StepFunc      // nil → no hook
+	Timeout   time.Duration // per-command network timeout; 0 → DefaultTimeout
 }
 
 // withDefaults fills in the zero fields.

@@ -66,7 +66,7 @@ type Store struct {
 func NewStore(addr string, mode Fencing, timeout time.Duration) *Store {
 	return &Store{mode: mode, rdb: redis.NewClient(&redis.Options{
 		Addr: addr, MaxRetries: -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
-		PoolSize: 64, ContextTimeoutEnabled: true,
+		PoolSize: 4, ContextTimeoutEnabled: true,
 	})}
 }
 

@@ -43,7 +43,7 @@ type Config struct {
 	Timeout  time.Duration // per store operation
 	Seed     int64
 
-	StoreAddr string
+	StoreAddr func(client int) string // each client may reach the store by its own link
 	NewLocker func(client int) (lockimpl.Locker, error)
 	Clock     func(client int) lockimpl.Clock // nil: the system clock
 	Hook      Hook                            // nil: no faults at client points
@@ -62,7 +62,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("work, think and retry must not be negative")
 	case c.Timeout <= 0:
 		return fmt.Errorf("timeout must be positive, got %s", c.Timeout)
-	case c.NewLocker == nil || c.Rec == nil || c.StoreAddr == "":
+	case c.NewLocker == nil || c.Rec == nil || c.StoreAddr == nil:
 		return fmt.Errorf("workload needs a locker factory, a recorder and a store address")
 	}
 	_, err := ParseFencing(string(c.Fencing))
@@ -79,10 +79,14 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return fmt.Errorf("workload: %w", err)
 	}
-	store := NewStore(cfg.StoreAddr, cfg.Fencing, cfg.Timeout)
-	defer store.Close()
-
 	clients := make([]*client, cfg.Clients)
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				c.store.Close()
+			}
+		}
+	}()
 	for i := range clients {
 		l, err := cfg.NewLocker(i)
 		if err != nil {
@@ -91,6 +95,7 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config) error {
 			}
 			return fmt.Errorf("workload: locker for client %d: %w", i, err)
 		}
+		store := NewStore(cfg.StoreAddr(i), cfg.Fencing, cfg.Timeout)
 		clock := lockimpl.Clock(lockimpl.SystemClock{})
 		if cfg.Clock != nil {
 			clock = cfg.Clock(i)

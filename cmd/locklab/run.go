@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,7 +95,9 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.BoolVar(&p.Careless, "careless", false, "clients skip the lease validity check before touching the store")
 	f.Int64Var(&p.Seed, "seed", p.Seed, "seed every random choice derives from")
 	f.StringSliceVar(&fencing, "fencing", nil, "fencing mode(s) of the store: off, writes, full; a list runs the plan once per mode, side by side")
-	f.StringArrayVar(&faultFlags, "fault", nil, "fault KIND:at=D,duration=D,target=T,point=P (repeatable; see locklab list)")
+	f.StringArrayVar(&faultFlags, "fault", nil, "fault KIND:key=value,... with keys at, duration, target, point, trigger, latency, jitter, direction, offset, rate, mode (repeatable; see locklab list)")
+	f.StringVar(&p.Persistence, "persistence", "", "lock servers' persistence: none, aof-everysec, aof-always")
+	f.StringVar(&p.ServerClock, "server-clock", "", `"faketime" runs the lock servers under libfaketime (for server-clock faults)`)
 	f.StringVar(&out, "out", "out", "directory for run directories")
 	f.DurationVar(&checkTimeout, "check-timeout", 0, "linearizability checker timeout per property (0: default); a timeout is reported as unknown, never as a pass")
 	return cmd
@@ -130,6 +133,8 @@ func overlayFlags(fs *pflag.FlagSet, base, fl campaign.Plan, ttl, dur, work, thi
 	set("clients", func() { base.Clients = fl.Clients })
 	set("keys", func() { base.Keys = fl.Keys })
 	set("careless", func() { base.Careless = fl.Careless })
+	set("persistence", func() { base.Persistence = fl.Persistence })
+	set("server-clock", func() { base.ServerClock = fl.ServerClock })
 	set("seed", func() { base.Seed = fl.Seed })
 	set("ttl", func() { base.TTL = campaign.D(ttl) })
 	set("duration", func() { base.Duration = campaign.D(dur) })
@@ -166,22 +171,22 @@ func parseFaultFlag(s string) (campaign.FaultSpec, error) {
 			return f, fmt.Errorf("parameter %q: want key=value", kv)
 		}
 		switch k {
-		case "at", "duration":
+		case "at", "duration", "latency", "jitter", "offset":
 			d, err := time.ParseDuration(v)
 			if err != nil {
 				return f, fmt.Errorf("parameter %s: bad duration %q", k, v)
 			}
-			if k == "at" {
-				f.At = campaign.D(d)
-			} else {
-				f.Duration = campaign.D(d)
+			*map[string]*campaign.Duration{"at": &f.At, "duration": &f.Duration, "latency": &f.Latency, "jitter": &f.Jitter, "offset": &f.Offset}[k] = campaign.D(d)
+		case "rate":
+			r, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return f, fmt.Errorf("parameter rate: bad number %q", v)
 			}
-		case "target":
-			f.Target = v
-		case "point":
-			f.Point = v
+			f.Rate = r
+		case "target", "point", "trigger", "direction", "mode":
+			*map[string]*string{"target": &f.Target, "point": &f.Point, "trigger": &f.Trigger, "direction": &f.Direction, "mode": &f.Mode}[k] = v
 		default:
-			return f, fmt.Errorf("unknown parameter %q (want at, duration, target, point)", k)
+			return f, fmt.Errorf("unknown parameter %q (want at, duration, target, point, trigger, latency, jitter, direction, offset, rate, mode)", k)
 		}
 	}
 	return f, nil
@@ -194,6 +199,7 @@ func placeError(err error, fs *pflag.FlagSet, source, planFile string) error {
 		return err
 	}
 	field, _, _ := strings.Cut(fe.Field, "[")
+	field = strings.ReplaceAll(field, "_", "-") // plan field server_clock is flag --server-clock
 	switch {
 	case field == "faults" && fs.Changed("fault"):
 		fe.Source = "flag --fault"

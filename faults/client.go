@@ -1,0 +1,29 @@
+package faults
+
+// clientKinds are the faults that strike inside a client.
+func clientKinds() []KindInfo {
+	return []KindInfo{
+		{
+			Name:        "client-pause",
+			Description: "the target client stalls for the duration when it next reaches the point (a GC pause); default point before-write, after its validity check",
+			Targets:     "client:N or any",
+			Points:      true,
+			build:       func(s Spec) (Fault, error) { return &clientGate{spec: s, crash: false}, nil },
+			ownWindow:   true,
+		},
+		{
+			Name:        "client-crash",
+			Description: "the target client stops for good when it next reaches the point, holding whatever it holds (points include a lock implementation's steps, e.g. acquire:after-setnx)",
+			Targets:     "client:N or any",
+			Points:      true,
+			build:       func(s Spec) (Fault, error) { return &clientGate{spec: s, crash: true}, nil },
+			ownWindow:   true,
+		},
+		{
+			Name:        "client-clock",
+			Description: "the target client's clock (or every client's, with any) jumps by offset and runs at rate until healed; implementations that compute validity from local time see it",
+			Targets:     "client:N or any",
+			build:       func(s Spec) (Fault, error) { return &clientClock{spec: s}, nil },
+		},
+	}
+}

@@ -1,0 +1,190 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Schedule runs the faults of a plan: each at its time, or when its trigger fires, and
+// heals it after its duration. Stop heals every fault, whatever happened.
+type Schedule struct {
+	env    *Env
+	items  []*item
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	errs []error
+}
+
+type item struct {
+	spec     Spec
+	kind     KindInfo
+	fault    Fault
+	fired    chan struct{} // closed when the trigger fires (nil: timed fault)
+	injected chan struct{} // closed once Inject has returned (or will never run)
+	window   int           // the recorder's window index, -1 when none
+}
+
+// Start checks every fault's availability, then runs the schedule in the background.
+// Times are relative to now.
+func Start(ctx context.Context, env *Env, specs []Spec) (*Schedule, error) {
+	items := make([]*item, len(specs))
+	for i, s := range specs {
+		f, err := New(s)
+		if err != nil {
+			return nil, err
+		}
+		if err := f.Available(env); err != nil {
+			return nil, fmt.Errorf("fault %s: %w", s, err)
+		}
+		kind, _ := kindNamed(s.Kind) // New found it
+		items[i] = &item{spec: s, kind: kind, fault: f, injected: make(chan struct{}), window: -1}
+		if s.Trigger != "" {
+			client, point, err := ParseTrigger(s.Trigger, env.Clients)
+			if err != nil {
+				return nil, fmt.Errorf("fault %s: %w", s, err)
+			}
+			if env.Gates == nil {
+				return nil, fmt.Errorf("fault %s: a trigger needs client gates", s)
+			}
+			it := items[i]
+			it.fired = make(chan struct{})
+			env.Gates.addTrigger(client, point, func(ctx context.Context) {
+				close(it.fired)
+				if it.spec.At == 0 {
+					// Hold the client at its point until the fault is in place.
+					select {
+					case <-it.injected:
+					case <-ctx.Done():
+					}
+				}
+			})
+		}
+	}
+	return start(ctx, env, items), nil
+}
+
+// start runs built items in the background.
+func start(ctx context.Context, env *Env, items []*item) *Schedule {
+	ctx, cancel := context.WithCancel(ctx)
+	sch := &Schedule{env: env, items: items, cancel: cancel}
+	for _, it := range items {
+		sch.wg.Add(1)
+		go func() {
+			defer sch.wg.Done()
+			sch.run(ctx, it)
+		}()
+	}
+	return sch
+}
+
+// run waits for the item's time (or trigger), injects it, waits its duration and heals it.
+func (sch *Schedule) run(ctx context.Context, it *item) {
+	defer func() {
+		select {
+		case <-it.injected:
+		default:
+			close(it.injected) // never injected: release a held client
+		}
+	}()
+	if it.fired != nil {
+		select {
+		case <-it.fired:
+		case <-ctx.Done():
+			return
+		}
+	}
+	if !sleep(ctx, it.spec.At) {
+		return
+	}
+	if err := it.fault.Inject(ctx, sch.env); err != nil {
+		sch.fail(fmt.Errorf("inject %s: %w", it.spec, err))
+	}
+	if !it.kind.ownWindow && sch.env.Rec != nil {
+		it.window = sch.env.Rec.FaultStart(it.spec.Kind, it.spec.Target, it.spec.String())
+	}
+	close(it.injected)
+	if !sleep(ctx, it.spec.Duration) {
+		return // Stop heals it
+	}
+	sch.heal(ctx, it)
+}
+
+func (sch *Schedule) heal(ctx context.Context, it *item) {
+	if err := it.fault.Heal(ctx, sch.env); err != nil {
+		sch.fail(fmt.Errorf("heal %s: %w", it.spec, err))
+	}
+	if it.window >= 0 && sch.env.Rec != nil {
+		sch.env.Rec.FaultEnd(it.window)
+	}
+}
+
+func (sch *Schedule) fail(err error) {
+	sch.mu.Lock()
+	sch.errs = append(sch.errs, err)
+	sch.mu.Unlock()
+}
+
+// Stop ends the schedule and heals every fault, injected or not (Heal is idempotent),
+// with a fresh context so that healing happens even when the run's context is gone.
+// It returns every injection and healing error.
+func (sch *Schedule) Stop() error {
+	sch.cancel()
+	sch.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, it := range sch.items {
+		sch.heal(ctx, it)
+	}
+	sch.mu.Lock()
+	defer sch.mu.Unlock()
+	return errors.Join(sch.errs...)
+}
+
+// sleep waits d; it reports false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// ParseTrigger reads "client:N@point" or "any@point" (client -1). With clients ≥ 0 the
+// client number is checked against it.
+func ParseTrigger(s string, clients int) (client int, point string, err error) {
+	who, point, ok := strings.Cut(s, "@")
+	if !ok || point == "" {
+		return 0, "", fmt.Errorf("trigger %q: want client:N@point or any@point", s)
+	}
+	if who == "any" {
+		return -1, point, nil
+	}
+	n, ok := strings.CutPrefix(who, "client:")
+	client, err = strconv.Atoi(n)
+	if !ok || err != nil || client < 0 || (clients >= 0 && client >= clients) {
+		return 0, "", fmt.Errorf("trigger %q: want client:N@point with 0 ≤ N < %d, or any@point", s, clients)
+	}
+	return client, point, nil
+}
+
+func kindNamed(name string) (KindInfo, bool) {
+	for _, k := range Kinds() {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return KindInfo{}, false
+}
