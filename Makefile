@@ -16,7 +16,7 @@ build:
 # Kleppmann's pause on the textbook lock (with an INCR fence), with fencing off and full.
 # Exit status 1 means "violation found", which is what the demo shows; 2 or more is an error.
 demo: deps build
-	@$(BIN) run --scenario pause-past-ttl --fencing off,full --out $(OUT)/demo; \
+	@$(BIN) demo pause-past-ttl --out $(OUT)/demo; \
 	  s=$$?; if [ $$s -gt 1 ]; then exit $$s; fi
 
 test: deps

@@ -76,3 +76,27 @@ func TestNoExpirySafeCounterpart(t *testing.T) {
 	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK})
 	assertFaultsFired(t, rep)
 }
+
+func TestTTLTooShort(t *testing.T) {
+	for _, c := range []struct {
+		fencing string
+		want    verdicts
+	}{
+		{"off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.OK, lin.L1: lin.OK}},
+		{"full", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
+	} {
+		t.Run(c.fencing, func(t *testing.T) {
+			t.Parallel()
+			rep := runPlan(t, nil, scenario(t, "ttl-too-short", func(p *Plan) { p.Fencing = c.fencing }))
+			assertVerdicts(t, rep, c.want)
+		})
+	}
+}
+
+func TestTTLTooShortCarefulClient(t *testing.T) {
+	t.Parallel()
+	// The validity check makes the client give up instead of writing: beliefs still
+	// overlap (the belief lasts until the release call), but the data is safe.
+	rep := runPlan(t, nil, scenario(t, "ttl-too-short", func(p *Plan) { p.Careless = false }))
+	assertVerdicts(t, rep, verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.L1: lin.OK})
+}

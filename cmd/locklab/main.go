@@ -66,6 +66,6 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newCheckCmd(), newListCmd())
+	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newListCmd())
 	return root
 }

@@ -60,20 +60,9 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 					return &statusError{exitError, placeError(err, cmd.Flags(), source, planFile)}
 				}
 			}
-			name := plan.Name
-			if name == "" {
-				name = "run"
-			}
-			stamp := time.Now().Format("20060102-150405")
-			reports := make([]campaign.Report, 0, len(plans))
-			for _, pl := range plans {
-				dir := filepath.Join(out, fmt.Sprintf("%s-%s-fencing-%s", stamp, name, pl.Fencing))
-				fmt.Fprintf(cmd.ErrOrStderr(), "running %s with fencing %s for %s ...\n", name, pl.Fencing, pl.Duration.D())
-				rep, err := campaign.Run(cmd.Context(), pl, campaign.Options{Registry: reg, Dir: dir, CheckTimeout: checkTimeout})
-				if err != nil {
-					return &statusError{exitError, fmt.Errorf("run %s with fencing %s: %w", name, pl.Fencing, err)}
-				}
-				reports = append(reports, rep)
+			reports, err := runAll(cmd, plans, out, campaign.Options{Registry: reg, CheckTimeout: checkTimeout})
+			if err != nil {
+				return err
 			}
 			printReports(cmd.OutOrStdout(), plan, reports)
 			return verdictStatus(results(reports)...)
@@ -101,6 +90,26 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.StringVar(&out, "out", "out", "directory for run directories")
 	f.DurationVar(&checkTimeout, "check-timeout", 0, "linearizability checker timeout per property (0: default); a timeout is reported as unknown, never as a pass")
 	return cmd
+}
+
+// runAll runs plans one after the other, each into its own directory under out.
+func runAll(cmd *cobra.Command, plans []campaign.Plan, out string, opts campaign.Options) ([]campaign.Report, error) {
+	stamp := time.Now().Format("20060102-150405")
+	reports := make([]campaign.Report, 0, len(plans))
+	for _, pl := range plans {
+		name := pl.Name
+		if name == "" {
+			name = "run"
+		}
+		opts.Dir = filepath.Join(out, fmt.Sprintf("%s-%s-fencing-%s", stamp, name, pl.Fencing))
+		fmt.Fprintf(cmd.ErrOrStderr(), "running %s with fencing %s for %s ...\n", name, pl.Fencing, pl.Duration.D())
+		rep, err := campaign.Run(cmd.Context(), pl, opts)
+		if err != nil {
+			return nil, &statusError{exitError, fmt.Errorf("run %s with fencing %s: %w", name, pl.Fencing, err)}
+		}
+		reports = append(reports, rep)
+	}
+	return reports, nil
 }
 
 // basePlan is the plan flags are laid over: a file, a scenario, or the defaults.
