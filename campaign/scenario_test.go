@@ -100,3 +100,23 @@ func TestTTLTooShortCarefulClient(t *testing.T) {
 	rep := runPlan(t, nil, scenario(t, "ttl-too-short", func(p *Plan) { p.Careless = false }))
 	assertVerdicts(t, rep, verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.L1: lin.OK})
 }
+
+// TestUnfencedRead: fencing only the writes lets a stale write land between the new
+// holder's read and its write, as TLC's LeaseLock_pause_writes counterexample shows.
+func TestUnfencedRead(t *testing.T) {
+	for _, c := range []struct {
+		fencing string
+		want    verdicts
+	}{
+		{"off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.OK}},
+		{"writes", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.OK}},
+		{"full", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK}},
+	} {
+		t.Run(c.fencing, func(t *testing.T) {
+			t.Parallel()
+			rep := runPlan(t, nil, scenario(t, "unfenced-read", func(p *Plan) { p.Fencing = c.fencing }))
+			assertVerdicts(t, rep, c.want)
+			assertFaultsFired(t, rep)
+		})
+	}
+}
