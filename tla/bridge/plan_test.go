@@ -1,0 +1,210 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/histories"
+	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/workload"
+)
+
+// translate loads a saved counterexample by config name and translates it.
+func translate(t testing.TB, config string) *Translation {
+	t.Helper()
+	cx, err := Load(filepath.Join(testdata, config+".trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := Translate(cx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl
+}
+
+// What each reproducible counterexample must turn into: the property, the config's
+// fencing and carefulness, where the pause strikes, and the order of the holder's next
+// step among the successor's.
+func TestTranslateLeaseLock(t *testing.T) {
+	cases := []struct {
+		config              string
+		breaks              lin.Property
+		fencing             string
+		careless            bool
+		point               string // "": no pause
+		next, after, before histories.Kind
+	}{
+		{"LeaseLock_pause_off", lin.P2, "off", false, workload.BeforeWrite, histories.Write, histories.Read, histories.Write},
+		{"LeaseLock_pause_writes", lin.P2, "writes", false, workload.BeforeWrite, histories.Write, histories.Read, histories.Write},
+		{"LeaseLock_pause_off_mutex", lin.P1, "off", false, workload.AfterAcquire, "", "", ""},
+		{"LeaseLock_pause_writes_mutex", lin.P1, "writes", false, workload.AfterAcquire, "", "", ""},
+		{"LeaseLock_pause_full_mutex", lin.P1, "full", false, workload.AfterAcquire, "", "", ""},
+		{"LeaseLock_nocheck", lin.P1, "off", true, "", "", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.config, func(t *testing.T) {
+			tl := translate(t, c.config)
+			p := tl.Plan
+			t.Log(p.Description)
+			if tl.Breaks != c.breaks || p.Fencing != c.fencing || p.Careless != c.careless || p.Impl != "fenced" ||
+				p.Topology != "single" || p.Clients != 2 || tl.Holder != 0 || tl.Successor != 1 {
+				t.Errorf("breaks %s, fencing %s, careless %v, impl %s, topology %s, clients %d, holder %d, successor %d",
+					tl.Breaks, p.Fencing, p.Careless, p.Impl, p.Topology, p.Clients, tl.Holder, tl.Successor)
+			}
+			if tl.Next != c.next || tl.After != c.after || tl.Before != c.before {
+				t.Errorf("order: next %q after %q before %q; want %q, %q, %q", tl.Next, tl.After, tl.Before, c.next, c.after, c.before)
+			}
+			if p.Duration.D() > maxRun || p.Think.D() <= p.Retry.D() {
+				t.Errorf("duration %s (max %s), think %s, retry %s", p.Duration.D(), maxRun, p.Think.D(), p.Retry.D())
+			}
+			checkTiming(t, p, c.point)
+		})
+	}
+}
+
+// checkTiming asserts that the plan's durations put the holder's next step where the
+// trace does, with room to spare: the successor acquires between the expiry and 1.5
+// retries later, reads at once and writes one work period later.
+func checkTiming(t *testing.T, p campaign.Plan, point string) {
+	t.Helper()
+	ttl, work, retry := p.TTL.D(), p.Work.D(), p.Retry.D()
+	acquire := [2]time.Duration{ttl, ttl + retry*3/2} // earliest and latest successor acquire
+	const room = 50 * time.Millisecond
+	if point == "" {
+		if len(p.Faults) != 0 || work < acquire[1]+room {
+			t.Errorf("careless stall: faults %v, work %s; want no fault and work past %s", p.Faults, work, acquire[1]+room)
+		}
+		return
+	}
+	if len(p.Faults) != 1 {
+		t.Fatalf("faults %v, want one pause", p.Faults)
+	}
+	f := p.Faults[0]
+	if f.Kind != "client-pause" || f.Point != point || f.Target != "client:0" || f.Trigger != "client:0@acquire:granted" {
+		t.Errorf("fault %+v, want a client-pause of client 0 at %s armed at its grant", f, point)
+	}
+	switch point {
+	case workload.BeforeWrite: // the pause ends inside the successor's work
+		if work >= ttl-room {
+			t.Errorf("work %s leaves the careful holder's check before its write no room in a %s lease", work, ttl)
+		}
+		resume := work + f.Duration.D()
+		if resume < acquire[1]+room || resume > acquire[0]+work-room {
+			t.Errorf("holder resumes at %s, want inside the successor's work (%s..%s) with %s to spare", resume, acquire[1], acquire[0]+work, room)
+		}
+	case workload.AfterAcquire: // the pause outlasts the successor's acquire
+		if f.Duration.D() < acquire[1]+room {
+			t.Errorf("pause %s ends before the successor surely acquired (%s)", f.Duration.D(), acquire[1])
+		}
+	}
+}
+
+// The counterexamples whose schedule has no real counterpart are refused with the file
+// and the event.
+func TestTranslateRefuses(t *testing.T) {
+	cases := []struct{ config, event, reason string }{
+		{"LeaseLock_clockjump", `<<"server-clock-jump", 2>>`, "server-clock fault"},
+		{"LeaseLock_drift", `<<"tick", 3>>`, "slow client clock"},
+		{"Failover_async_mutex", `<<"crash-primary", 1>>`, "LeaseLock counterexamples only"},
+		{"Redlock3_restart", `<<"start-attempt", c1, 0>>`, "LeaseLock counterexamples only"},
+	}
+	for _, c := range cases {
+		t.Run(c.config, func(t *testing.T) {
+			path := filepath.Join(testdata, c.config+".trace")
+			cx, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Translate(cx)
+			checkMapError(t, err, path, c.event, c.reason)
+		})
+	}
+}
+
+func checkMapError(t *testing.T, err error, file, event, reason string) {
+	t.Helper()
+	var me *MapError
+	if !errors.As(err, &me) {
+		t.Fatalf("error %v, want a MapError", err)
+	}
+	if me.File != file || me.Event.String() != event || !strings.Contains(err.Error(), reason) ||
+		!strings.HasPrefix(err.Error(), fmt.Sprintf("%s:%d: cannot map event %s: ", file, me.Event.Line, event)) {
+		t.Errorf("error %q, want %s:<line>: cannot map event %s: ...%s...", err, file, event, reason)
+	}
+}
+
+// synthetic is a counterexample of LeaseLock_pause_off's config with the given events
+// after <<"init">>, each in a state of its own (the bridge reads only the events).
+func synthetic(t *testing.T, events ...string) *Counterexample {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# TLC counterexample: config LeaseLock_pause_off (tla/LeaseLock_pause_off.cfg), spec LeaseLock, invariant StoreSafety violated.\n")
+	b.WriteString("Error: Invariant StoreSafety is violated.\n")
+	for i, ev := range append([]string{`<<"init">>`}, events...) {
+		fmt.Fprintf(&b, "State %d: <Step>\n/\\ event = %s\n\n", i+1, ev)
+	}
+	tr, err := ParseTrace(strings.NewReader(b.String()), "synthetic.trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ReadConfig("../LeaseLock_pause_off.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Counterexample{Trace: tr, Config: cfg}
+}
+
+// Schedules a real run cannot aim at are refused at the event that needs them.
+func TestTranslateRefusesSchedules(t *testing.T) {
+	// c1 reads, checks and pauses; three ticks; it resumes; c2 acquires.
+	prefix := []string{`<<"acquire", c1, 1>>`, `<<"check-ok", c1, 0>>`, `<<"read", c1, 0, 1>>`, `<<"check-ok", c1, 0>>`, `<<"pause", c1>>`,
+		`<<"tick", 1>>`, `<<"tick", 2>>`, `<<"tick", 3>>`, `<<"resume", c1>>`}
+	cases := []struct {
+		name   string
+		events []string
+		event  string
+		reason string
+	}{
+		{"pause before the read", []string{`<<"acquire", c1, 1>>`, `<<"check-ok", c1, 0>>`, `<<"pause", c1>>`},
+			`<<"pause", c1>>`, "no pause point there"},
+		{"pause before the second check", []string{`<<"acquire", c1, 1>>`, `<<"check-ok", c1, 0>>`, `<<"read", c1, 0, 1>>`, `<<"pause", c1>>`},
+			`<<"pause", c1>>`, "no pause point there"},
+		{"write between acquire and read", append(prefix[:9:9], `<<"acquire", c2, 2>>`, `<<"write", c1, 1, 1>>`, `<<"check-ok", c2, 3>>`),
+			`<<"write", c1, 1, 1>>`, "back to back"},
+		{"write before the successor acquires", append(prefix[:9:9], `<<"write", c1, 1, 1>>`, `<<"acquire", c2, 2>>`),
+			`<<"write", c1, 1, 1>>`, "never overlap"},
+		{"no successor", prefix, `<<"resume", c1>>`, "no other client acquires"},
+		{"unknown event", []string{`<<"teleport", c1>>`}, `<<"teleport", c1>>`, "not an event of LeaseLock.tla"},
+		{"unknown client", []string{`<<"acquire", c3, 1>>`}, `<<"acquire", c3, 1>>`, `"c3" is not one of the clients`},
+		{"read without check", []string{`<<"acquire", c1, 1>>`, `<<"read", c1, 0, 1>>`}, `<<"read", c1, 0, 1>>`, "cannot take this step"},
+		{"two pauses", append(prefix[:9:9], `<<"pause", c1>>`), `<<"pause", c1>>`, "a second stall"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Translate(synthetic(t, c.events...))
+			checkMapError(t, err, "synthetic.trace", c.event, c.reason)
+		})
+	}
+}
+
+// A stale write after the successor's write is aimed past it, with no upper bound.
+func TestTranslateWriteAfterSuccessor(t *testing.T) {
+	tl, err := Translate(synthetic(t, `<<"acquire", c1, 1>>`, `<<"check-ok", c1, 0>>`, `<<"read", c1, 0, 1>>`,
+		`<<"check-ok", c1, 0>>`, `<<"pause", c1>>`, `<<"tick", 1>>`, `<<"tick", 2>>`, `<<"tick", 3>>`, `<<"acquire", c2, 2>>`,
+		`<<"check-ok", c2, 3>>`, `<<"read", c2, 0, 2>>`, `<<"check-ok", c2, 3>>`, `<<"write", c2, 1, 2>>`,
+		`<<"resume", c1>>`, `<<"write", c1, 1, 1>>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tl.Plan
+	resume := p.Work.D() + p.Faults[0].Duration.D()
+	if tl.Next != histories.Write || tl.After != histories.Write || tl.Before != "" || resume <= p.TTL.D()+p.Retry.D()+p.Work.D()+50*time.Millisecond {
+		t.Errorf("next %q after %q before %q, resume at %s", tl.Next, tl.After, tl.Before, resume)
+	}
+}
