@@ -3,19 +3,24 @@ GO      ?= go
 BIN     := bin/locklab
 OUT     ?= out
 
-.PHONY: all deps build demo test vet fuzz bench tla clean
+.PHONY: all apt-deps deps build demo test vet fuzz bench tla clean
 
 all: build
 
-deps:
+# Redis, Sentinel and libfaketime from apt; the tests also need the same Redis built
+# without jemalloc for libfaketime (cached after the first build).
+apt-deps:
 	@./scripts/install-deps.sh
+
+deps: apt-deps
+	@./scripts/build-redis-libc.sh >/dev/null
 
 build:
 	$(GO) build -o $(BIN) ./cmd/locklab
 
 # Kleppmann's pause on the textbook lock (with an INCR fence), with fencing off and full.
 # Exit status 1 means "violation found", which is what the demo shows; 2 or more is an error.
-demo: deps build
+demo: apt-deps build
 	@$(BIN) demo pause-past-ttl --out $(OUT)/demo; \
 	  s=$$?; if [ $$s -gt 1 ]; then exit $$s; fi
 

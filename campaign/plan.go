@@ -201,7 +201,8 @@ func (p Plan) Validate(reg *lockimpl.Registry) error {
 	case p.Timeout.D() <= 0:
 		return bad("timeout", "must be positive, got %s", p.Timeout.D())
 	}
-	if _, err := cluster.ParseTopology(p.Topology); err != nil {
+	topo, err := cluster.ParseTopology(p.Topology)
+	if err != nil {
 		return bad("topology", "%v", err)
 	}
 	switch cluster.Persistence(p.Persistence) {
@@ -221,6 +222,9 @@ func (p Plan) Validate(reg *lockimpl.Registry) error {
 		impl, err := reg.Get(p.Impl)
 		if err != nil {
 			return bad("impl", "%v", err)
+		}
+		if !impl.RunsOn(topo.Kind) {
+			return bad("topology", "%s does not run on topology %s (it needs %s)", p.Impl, topo, impl.Topology)
 		}
 		if p.Fencing != string(workload.FencingOff) && !impl.Fencing {
 			return bad("fencing", "mode %s needs fencing tokens, but %s grants none (fence source none); use an implementation with fences, e.g. fenced", p.Fencing, p.Impl)
@@ -320,6 +324,7 @@ func fieldLines(data []byte) map[string]int {
 			case top.array:
 				path = fmt.Sprintf("%s[%d]", top.path, top.index)
 				top.index++
+				lines[path] = lineAt(data, dec.InputOffset())
 			case !top.hasKey:
 				// In an object a string in key position is a key.
 				key, _ := tok.(string)

@@ -45,7 +45,7 @@ func TestParsePlanErrorsNamePlace(t *testing.T) {
 		{"too many clients", "{\"clients\": 1000}", 1, "clients", "want 1 to 64"},
 		{"fault after end", "{\"duration\": \"1s\",\n \"faults\": [\n  {\"kind\": \"client-pause\",\n   \"at\": \"2s\"}]}", 4, "faults[0].at", "not before the end"},
 		{"unknown fault", "{\"faults\": [{\"kind\": \"meteor\"}]}", 1, "faults[0].kind", `unknown fault kind "meteor"`},
-		{"bad target", "{\"clients\": 2, \"faults\": [\n{\"kind\": \"client-pause\", \"target\": \"client:5\"}]}", 2, "faults[0].target", "0 ≤ N < 2"},
+		{"bad target", "{\"clients\": 2, \"faults\": [\n{\"kind\": \"client-pause\", \"target\": \"client:5\"}]}", 2, "faults[0]", "0 ≤ N < 2"},
 		{"empty", "", 1, "", "empty plan"},
 		{"two values", "{} {}", 1, "", "more than one JSON value"},
 	}

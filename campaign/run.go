@@ -2,6 +2,8 @@ package campaign
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +34,9 @@ type Options struct {
 	Dir          string          // run directory to write; "" writes nothing
 	CheckTimeout time.Duration   // per property; 0: linearizability's default
 	Grace        time.Duration   // how long after the end clients may take to finish; 0: 10s
+	// AllowDestructive lets faults that can destroy data (pause, crash, clock, TTL
+	// shaving) touch external servers; without it they are refused there.
+	AllowDestructive bool
 }
 
 // Report is what one run produced.
@@ -122,6 +127,7 @@ func Run(ctx context.Context, p Plan, opts Options) (rep Report, err error) {
 func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluster, opts Options) (histories.History, error) {
 	rec := histories.NewRecorder(histories.Meta{Fencing: p.Fencing, TTL: p.TTL.D(), Impl: p.Impl, Seed: p.Seed})
 	env := faults.NewEnv(cl, rec, p.Clients)
+	env.AllowDestructive = opts.AllowDestructive
 	gates := env.Gates
 
 	grace := opts.Grace
@@ -136,6 +142,14 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 	runCtx, cancel := context.WithTimeout(ctx, hard)
 	defer cancel()
 
+	// Every client's links exist before the faults, so that fault targets match them.
+	eps := make([]cluster.Endpoints, p.Clients)
+	for i := range eps {
+		var err error
+		if eps[i], err = cl.Endpoints(i); err != nil {
+			return histories.History{}, fmt.Errorf("endpoints of client %d: %w", i, err)
+		}
+	}
 	sched, err := faults.Start(runCtx, env, p.FaultSpecs())
 	if err != nil {
 		return histories.History{}, err
@@ -144,16 +158,10 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 	timer := time.AfterFunc(p.Duration.D(), func() { close(stop) })
 	defer timer.Stop()
 
-	eps := make([]cluster.Endpoints, p.Clients)
-	for i := range eps {
-		if eps[i], err = cl.Endpoints(i); err != nil {
-			return histories.History{}, errors.Join(fmt.Errorf("endpoints of client %d: %w", i, err), sched.Stop())
-		}
-	}
 	werr := workload.Run(runCtx, stop, workload.Config{
 		Clients: p.Clients, Keys: p.Keys, TTL: p.TTL.D(), Work: p.Work.D(), Think: p.Think.D(),
 		Retry: p.Retry.D(), Fencing: workload.Fencing(p.Fencing), Careless: p.Careless,
-		Timeout: p.Timeout.D(), Seed: p.Seed, StoreAddr: func(client int) string { return eps[client].Store }, Rec: rec,
+		Timeout: p.Timeout.D(), Seed: p.Seed, Namespace: namespace(), StoreAddr: func(client int) string { return eps[client].Store }, Rec: rec,
 		Hook: gates.Reach, Clock: env.ClientClock,
 		NewLocker: func(client int) (lockimpl.Locker, error) {
 			ep := eps[client]
@@ -161,6 +169,7 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 				Addrs:     ep.Lock,
 				Sentinels: ep.Sentinels,
 				Master:    ep.Master,
+				Via:       ep.Via,
 				Clock:     env.ClientClock(client),
 				Timeout:   p.Timeout.D(),
 				Step: func(ctx context.Context, step string) error {
@@ -170,6 +179,9 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 		},
 	})
 	herr := sched.Stop()
+	if herr == nil {
+		herr = faults.VerifyHealed(context.Background(), env)
+	}
 	if err := errors.Join(werr, herr); err != nil {
 		return histories.History{}, err
 	}
@@ -204,4 +216,12 @@ func writeJSON(path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// namespace is a fresh key prefix for one run: runs against the same (external) servers
+// must not meet each other's locks and values.
+func namespace() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "ll" + hex.EncodeToString(b[:]) + ":"
 }

@@ -24,10 +24,19 @@ type Cluster struct {
 	Topology Topology
 	Lock     []Node
 	Store    Node
+	// Net carries the clients' (and servers') traffic through links that network faults
+	// can disturb; nil means parties talk to the servers' own addresses.
+	Net *Net
+	// Sentinels watch the primary of a replicated topology and promote a replica when it
+	// fails (sentinel.go); none in the other topologies.
+	Sentinels []Node
 }
 
 // Start starts topology t on b. On error it stops whatever it had started.
 func Start(ctx context.Context, b Backend, t Topology, opts Options) (*Cluster, error) {
+	if err := opts.checkClock(); err != nil {
+		return nil, err
+	}
 	var lockCount int
 	switch t.Kind {
 	case Single:
@@ -35,16 +44,22 @@ func Start(ctx context.Context, b Backend, t Topology, opts Options) (*Cluster, 
 	case Nodes:
 		lockCount = t.Nodes
 	case Replicated:
-		return nil, fmt.Errorf("topology %s: not built yet (available: single, nodes:N)", t)
+		lockCount = t.Nodes
 	default:
 		return nil, fmt.Errorf("unknown topology kind %q", t.Kind)
 	}
 	if lockCount < 1 {
 		return nil, fmt.Errorf("topology %s: needs at least one node", t)
 	}
-	c := &Cluster{Topology: t}
+	c := &Cluster{Topology: t, Net: NewNet()}
+	if t.Kind == Replicated {
+		lockCount = 0 // startReplicated starts the data nodes
+		if err := c.startReplicated(ctx, b, opts); err != nil {
+			return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
+		}
+	}
 	for i := range lockCount {
-		n, err := b.StartNode(ctx, NodeConfig{Name: fmt.Sprintf("lock-%d", i), Persistence: opts.Persistence})
+		n, err := b.StartNode(ctx, opts.lockNode(fmt.Sprintf("lock-%d", i)))
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
 		}
@@ -82,7 +97,7 @@ func (c *Cluster) CopyLogs(dir string) error {
 		return fmt.Errorf("copy redis logs: %w", err)
 	}
 	var errs []error
-	for _, n := range c.Nodes() {
+	for _, n := range append(c.Nodes(), c.Sentinels...) {
 		if n.LogPath() == "" {
 			continue
 		}
@@ -113,7 +128,14 @@ func copyFile(from, to string) error {
 // Close stops every server of the cluster (the backend stays open). Idempotent.
 func (c *Cluster) Close() error {
 	var errs []error
-	for _, n := range c.Nodes() {
+	if c.Net != nil {
+		// Links first, so that no proxy is left forwarding to a stopped server.
+		if err := c.Net.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close network: %w", err))
+		}
+	}
+	// Sentinels first, so that they never fail over a primary that is being stopped.
+	for _, n := range append(append([]Node(nil), c.Sentinels...), c.Nodes()...) {
 		if err := n.Stop(context.Background()); err != nil {
 			errs = append(errs, fmt.Errorf("stop %s: %w", n.Name(), err))
 		}

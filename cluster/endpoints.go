@@ -1,5 +1,10 @@
 package cluster
 
+import (
+	"fmt"
+	"strconv"
+)
+
 // Endpoints are how one client reaches the servers of a cluster. With network faults the
 // addresses are the client's own links (proxies), so a fault can hit one client's link.
 type Endpoints struct {
@@ -7,9 +12,48 @@ type Endpoints struct {
 	Store     string   // the protected store
 	Sentinels []string // replicated topology: Sentinel addresses for go-redis's failover client
 	Master    string   // replicated topology: the master name the Sentinels monitor
+	// Via maps a data node's own address, which is what Sentinel tells clients, to the
+	// address this client dials instead (its link to that node); empty without a Net.
+	Via map[string]string
 }
 
-// Endpoints returns the addresses client should use.
+// Endpoints returns the addresses client should use. With a Net they are the client's
+// own links, "client:N->lock-i" and "client:N->store", created on first use (asking again
+// returns the same ones); without one, the servers' own addresses.
 func (c *Cluster) Endpoints(client int) (Endpoints, error) {
-	return Endpoints{Lock: c.LockAddrs(), Store: c.Store.Addr()}, nil
+	if c.Net == nil {
+		ep := Endpoints{Lock: c.LockAddrs(), Store: c.Store.Addr()}
+		if err := c.sentinelEndpoints(client, &ep); err != nil {
+			return Endpoints{}, err
+		}
+		return ep, nil
+	}
+	if client < 0 {
+		return Endpoints{}, fmt.Errorf("endpoints of client %d: want a client number ≥ 0", client)
+	}
+	var ep Endpoints
+	for _, n := range c.Lock {
+		addr, err := c.Net.Link(ClientLink(client, n.Name()), n.Addr())
+		if err != nil {
+			return Endpoints{}, fmt.Errorf("endpoints of client %d: %w", client, err)
+		}
+		ep.Lock = append(ep.Lock, addr)
+	}
+	addr, err := c.Net.Link(ClientLink(client, c.Store.Name()), c.Store.Addr())
+	if err != nil {
+		return Endpoints{}, fmt.Errorf("endpoints of client %d: %w", client, err)
+	}
+	ep.Store = addr
+	if err := c.sentinelEndpoints(client, &ep); err != nil {
+		return Endpoints{}, err
+	}
+	return ep, nil
 }
+
+// ClientLink is the name of client's link to the server named node: "client:0->lock-0".
+func ClientLink(client int, node string) string {
+	return "client:" + strconv.Itoa(client) + "->" + node
+}
+
+// ServerLink is the name of the link from server from to server to: "redis-0->redis-1".
+func ServerLink(from, to string) string { return from + "->" + to }

@@ -98,6 +98,12 @@ func (b *ProcessBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, e
 	}
 	b.mu.Unlock()
 
+	var faketime faketimeSetup
+	if cfg.Faketime {
+		if faketime, err = findFaketime(b.binary); err != nil {
+			return nil, fmt.Errorf("start %s under libfaketime: %w", cfg.Name, err)
+		}
+	}
 	dir, err := os.MkdirTemp(b.root, cfg.Name+"-")
 	if err != nil {
 		return nil, fmt.Errorf("make directory for %s: %w", cfg.Name, err)
@@ -109,6 +115,9 @@ func (b *ProcessBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, e
 			return nil, err
 		}
 		n := newProcessNode(b, cfg.Name, dir, port, persist, cfg.ExtraArgs)
+		if cfg.Faketime {
+			faketime.apply(n)
+		}
 		// Registered before it starts, so that a concurrent Close stops it too.
 		if err := b.register(n); err != nil {
 			return nil, err

@@ -30,6 +30,8 @@ type ProcessNode struct {
 	logPath, outPath string // redis's own log; stdout+stderr (messages before the log opens)
 	binary           string
 	args             []string
+	env              []string       // nil: the harness's own environment
+	clock            *faketimeClock // set when the server runs under libfaketime
 	spawn            *spawner
 
 	mu      sync.Mutex // serialises the operations on one node
@@ -112,9 +114,40 @@ func (n *ProcessNode) signalGroup(sig syscall.Signal) error {
 	return nil
 }
 
-// Pause sends SIGSTOP.
+// Pause sends SIGSTOP and returns once the kernel has stopped the server: signals are
+// delivered asynchronously, and whatever follows Pause must meet a frozen server.
 func (n *ProcessNode) Pause(ctx context.Context) error {
-	return n.signalRunning("pause", syscall.SIGSTOP)
+	if err := n.signalRunning("pause", syscall.SIGSTOP); err != nil {
+		return err
+	}
+	pid := n.Pid()
+	deadline := time.Now().Add(stopWait)
+	for procState(pid) != 'T' {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("pause redis %s (pid %d): waiting for it to stop: %w", n.name, pid, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pause redis %s (pid %d): not stopped %s after SIGSTOP", n.name, pid, stopWait)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// stopWait bounds the wait for a SIGSTOPped server to stop.
+const stopWait = 5 * time.Second
+
+// procState is the state letter of pid in /proc/PID/stat ('T' stopped), 0 when unknown.
+func procState(pid int) byte {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(stat), ')') // the name in parentheses may hold anything
+	if i < 0 || i+2 >= len(stat) {
+		return 0
+	}
+	return stat[i+2]
 }
 
 // Resume sends SIGCONT.
@@ -206,6 +239,13 @@ func (n *ProcessNode) startLocked(ctx context.Context) error {
 	if n.stopped {
 		return fmt.Errorf("start redis %s on %s: node was stopped", n.name, n.addr)
 	}
+	if n.clock != nil {
+		// libfaketime takes its start time when the process starts: the file is derived
+		// from it, so that a restart keeps the clock where it was set.
+		if err := n.clock.started(time.Now()); err != nil {
+			return fmt.Errorf("start redis on %s: %w", n.addr, err)
+		}
+	}
 	logStart := fileSize(n.logPath)
 	out, err := os.OpenFile(n.outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -213,6 +253,7 @@ func (n *ProcessNode) startLocked(ctx context.Context) error {
 	}
 	cmd := exec.Command(n.binary, n.args...)
 	cmd.Dir = n.dir
+	cmd.Env = n.env
 	cmd.Stdout, cmd.Stderr = out, out
 	// Own process group: a terminal's Ctrl-C reaches only us, and we stop the server in
 	// order. Pdeathsig: the server dies with us even if we are SIGKILLed.

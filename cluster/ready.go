@@ -68,7 +68,8 @@ func probe(ctx context.Context, addr string, pid int) error {
 	if got, _ := strconv.Atoi(fields["process_id"]); got != pid {
 		return fmt.Errorf("answered by process %s, not %d", fields["process_id"], pid)
 	}
-	if fields["loading"] != "0" {
+	// A Sentinel has no data to load and its INFO has no persistence section.
+	if fields["loading"] != "0" && fields["redis_mode"] != "sentinel" {
 		return errNotReady
 	}
 	return nil

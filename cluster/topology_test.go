@@ -34,11 +34,14 @@ func TestParseTopology(t *testing.T) {
 	}
 }
 
-func TestStartRefusesUnbuiltTopology(t *testing.T) {
+// noSentinel is a backend that runs servers but not Redis Sentinel.
+type noSentinel struct{ cluster.Backend }
+
+func TestStartReplicatedNeedsSentinel(t *testing.T) {
 	b := clustertest.Backend(t)
-	_, err := cluster.Start(context.Background(), b, cluster.Topology{Kind: cluster.Replicated, Nodes: 3}, cluster.Options{})
-	if err == nil || !strings.Contains(err.Error(), "not built yet") {
-		t.Fatalf("Start(replicated) error = %v, want 'not built yet'", err)
+	_, err := cluster.Start(context.Background(), noSentinel{b}, cluster.Topology{Kind: cluster.Replicated, Nodes: 3}, cluster.Options{})
+	if err == nil || !strings.Contains(err.Error(), "cannot run Redis Sentinel") {
+		t.Fatalf("Start(replicated) on a backend without Sentinel: %v, want a refusal", err)
 	}
 }
 

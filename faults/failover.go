@@ -1,4 +1,376 @@
 package faults
 
-// failoverKinds are the failover faults (being built; see the fault issue).
-func failoverKinds() []KindInfo { return nil }
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+)
+
+// Failover modes.
+const (
+	FailoverSentinel = "sentinel" // Redis Sentinel notices the dead primary and promotes a replica
+	FailoverManual   = "manual"   // the harness promotes a replica, as an operator would
+)
+
+// promoteTimeout bounds the wait for Sentinel's promotion: down-after, election and
+// promotion take about two seconds; a split vote is retried after twice
+// cluster.FailoverTimeout.
+const promoteTimeout = 20 * time.Second
+
+// failoverKinds are the faults of the replicated topology.
+func failoverKinds() []KindInfo {
+	return []KindInfo{{
+		Name: "failover",
+		Description: "the primary of the replicated topology dies (kill -9) and a replica is promoted: mode sentinel (default) lets Redis Sentinel notice and elect one, " +
+			"manual promotes the most up-to-date replica by hand and re-registers it with the Sentinels; the fault is in place once a Sentinel names the new primary. " +
+			"With a point, replication from the primary is cut when the fault starts (at the first instant no lease is held) and the primary dies when the target client (or any) next reaches the point " +
+			"with a write made after the cut (e.g. acquire:granted: that grant then exists only on the dead primary); the point must be reached within the duration. " +
+			"Heal restarts the dead node as a replica of the new primary",
+		Targets:   "without a point: primary (the default); with a point: client:N or any, whose point it is",
+		Points:    true,
+		build:     buildFailover,
+		ownWindow: true,
+	}}
+}
+
+func buildFailover(s Spec) (Fault, error) {
+	f := &failover{spec: s, mode: s.Mode, window: -1}
+	f.cutting.changed = sync.NewCond(&f.cutting.mu)
+	switch s.Mode {
+	case "":
+		f.mode = FailoverSentinel
+	case FailoverSentinel, FailoverManual:
+	default:
+		return nil, fmt.Errorf("fault failover: mode %q: want %s or %s", s.Mode, FailoverSentinel, FailoverManual)
+	}
+	switch {
+	case s.Point == "" && s.Target != "" && s.Target != "primary":
+		return nil, fmt.Errorf("fault failover: target %q: without a point the target is the primary", s.Target)
+	case s.Point != "" && s.Duration <= 0:
+		return nil, fmt.Errorf("fault failover at point %s: needs a duration, the time within which the point must be reached", s.Point)
+	}
+	return f, nil
+}
+
+// failover is the failover fault. Without a point it strikes at injection. With one,
+// injection cuts replication from the primary and arms a gate at the point; the first
+// client to reach it makes the fault strike there, held until the promotion is done.
+type failover struct {
+	spec Spec
+	mode string
+
+	fired atomic.Bool // a gate struck, or Heal disarmed the gates
+
+	cutting cutState // what the gates must know of the cut
+
+	mu        sync.Mutex // held while injecting, striking and healing
+	injected  bool
+	cut       cluster.Node // the primary whose replication was cut, until it dies
+	cutAt     time.Time
+	dead      cluster.Node // the primary that was killed
+	promoted  cluster.Node
+	restarted bool // the dead node runs again
+	healed    bool
+	strikeErr error // from a strike at a gate, which has no caller to tell
+	window    int
+	detail    string
+}
+
+func (f *failover) Available(env *Env) error {
+	if f.spec.Point != "" {
+		if env.Gates == nil {
+			return fmt.Errorf("no client gates in this run")
+		}
+		if _, err := parseClientTarget(f.spec.Target, env.Clients); err != nil {
+			return err
+		}
+	}
+	if env.Cluster == nil {
+		return fmt.Errorf("failover: %w", ErrNeedsCluster)
+	}
+	c := env.Cluster
+	if c.Topology.Kind != cluster.Replicated || len(c.Sentinels) == 0 {
+		return fmt.Errorf("failover needs topology %s (primary, replicas and Sentinels), not %s", cluster.Replicated, c.Topology)
+	}
+	if len(c.Lock) < 2 {
+		return fmt.Errorf("failover needs a replica to promote: topology %s has none", c.Topology)
+	}
+	for _, n := range c.Lock {
+		if cluster.IsExternal(n) {
+			return fmt.Errorf("failover kills %s: %w", n.Name(), cluster.ErrExternal)
+		}
+	}
+	return nil
+}
+
+func (f *failover) Inject(ctx context.Context, env *Env) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.injected || f.fired.Load() {
+		return nil
+	}
+	f.injected = true
+	if f.spec.Point == "" {
+		f.fired.Store(true)
+		return f.strike(ctx, env, "")
+	}
+	c := env.Cluster
+	primary, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	// Armed before the cut: a grant made the instant after it must meet a gate.
+	client, _ := parseClientTarget(f.spec.Target, env.Clients) // Available checked it
+	for i := range env.Clients {
+		if client == -1 || i == client {
+			f.arm(env, i)
+		}
+	}
+	return f.cutWhenIdle(ctx, c, primary)
+}
+
+// cutState tells the gates whether replication is cut. Which side of the cut a grant is
+// on is decided by the cut itself: it counts the leases held at its instant and is
+// undone when there is one, so a grant whose client reaches the point after a cut that
+// stands was made after it. A gate reached while a cut is being made waits for its outcome.
+type cutState struct {
+	mu      sync.Mutex
+	changed *sync.Cond
+	trying  bool // a cut is being made
+	done    bool // replication is cut
+}
+
+func (s *cutState) set(trying, done bool) {
+	s.mu.Lock()
+	s.trying, s.done = trying, done
+	s.mu.Unlock()
+	s.changed.Broadcast()
+}
+
+// await reports whether replication is cut, once no cut is being made.
+func (s *cutState) await() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.trying {
+		s.changed.Wait()
+	}
+	return s.done
+}
+
+// idlePoll is how often cutWhenIdle looks for an instant when no lease is held.
+const idlePoll = 2 * time.Millisecond
+
+// cutWhenIdle cuts replication from primary at an instant when it holds no lease (no key
+// with an expiry). A lease held across the cut would be released on the primary alone,
+// and the replicas, one of which becomes the primary, would keep a lock nobody holds:
+// nothing would be lost. It waits at most the fault's duration for such an instant,
+// which comes at once at the start of a run, and between two critical sections later.
+func (f *failover) cutWhenIdle(ctx context.Context, c *cluster.Cluster, primary cluster.Node) error {
+	ctx, cancel := context.WithTimeout(ctx, f.spec.Duration)
+	defer cancel()
+	for {
+		leases, err := c.Leases(ctx, primary)
+		if err != nil {
+			return err
+		}
+		if leases > 0 {
+			if !sleep(ctx, idlePoll) {
+				return fmt.Errorf("failover: %s always held a lease: no instant to cut its replication without one within %s", primary.Name(), f.spec.Duration)
+			}
+			continue
+		}
+		f.cut = primary // before cutting: Heal restores even a cut that failed halfway
+		f.cutting.set(true, false)
+		leases, err = c.CutReplication(ctx, primary)
+		if err == nil && leases == 0 {
+			f.cutAt = time.Now()
+			f.cutting.set(false, true)
+			return nil
+		}
+		f.cutting.set(false, false)
+		if err != nil {
+			return err
+		}
+		// A lease was taken between the look and the cut: undo it, let the replicas
+		// catch up (or they would miss what happens while they reconnect), look again.
+		if err := c.RestoreReplication(ctx, primary); err != nil {
+			return err
+		}
+		if err := c.AwaitCaughtUp(ctx, primary); err != nil {
+			return err
+		}
+	}
+}
+
+// arm puts a gate at the point for client. One gate per client, so that the strike knows
+// whose point it was.
+func (f *failover) arm(env *Env, client int) {
+	env.Gates.add(&gate{client: client, point: f.spec.Point, trigger: func(ctx context.Context) {
+		f.strikeAtGate(ctx, env, client)
+	}})
+}
+
+// strikeAtGate strikes when client is the first to reach the point after the cut; the
+// client is held until the promotion is done. Arrivals before the cut, and after the
+// first, pass at once (a gate fires once: one reached before the cut is armed again).
+func (f *failover) strikeAtGate(ctx context.Context, env *Env, client int) {
+	if !f.cutting.await() {
+		if !f.fired.Load() {
+			f.arm(env, client)
+		}
+		return
+	}
+	if !f.fired.CompareAndSwap(false, true) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.healed {
+		return
+	}
+	f.strikeErr = f.strike(ctx, env, fmt.Sprintf("client %d's %s", client, f.spec.Point))
+}
+
+// strike kills the primary and has a replica promoted; f.mu is held. where says at which
+// client's point it strikes ("" at injection).
+func (f *failover) strike(ctx context.Context, env *Env, where string) error {
+	c := env.Cluster
+	old := f.cut
+	if old == nil {
+		var err error
+		if old, err = c.Primary(ctx); err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
+	}
+	f.detail = fmt.Sprintf("kill -9 %s (the primary)", old.Name())
+	if where != "" {
+		f.detail += fmt.Sprintf(" at %s, %s after its replication was cut", where, time.Since(f.cutAt).Round(time.Millisecond))
+	}
+	if env.Rec != nil {
+		f.window = env.Rec.FaultStart(f.spec.Kind, old.Name(), f.detail)
+	}
+	killed := time.Now()
+	if err := old.Kill(ctx); err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	f.dead, f.cut = old, nil
+	promoted, err := f.promote(ctx, c, old)
+	took := time.Since(killed).Round(time.Millisecond)
+	if err != nil {
+		f.note(env, fmt.Sprintf("; no promotion after %s", took))
+		return fmt.Errorf("failover of %s: %w", old.Name(), err)
+	}
+	f.promoted = promoted
+	f.note(env, fmt.Sprintf("; %s promoted %s after %s", f.promoter(), promoted.Name(), took))
+	return nil
+}
+
+// promote has a replica of the dead primary old promoted, by Sentinel or by hand.
+func (f *failover) promote(ctx context.Context, c *cluster.Cluster, old cluster.Node) (cluster.Node, error) {
+	if f.mode == FailoverManual {
+		return c.PromoteByHand(ctx, old)
+	}
+	// Only now that the primary is dead: a short failover-timeout on a live primary would
+	// let Sentinel re-point proxied replicas straight at it (see cluster.SteadyFailoverTimeout).
+	if err := c.PrepareFailover(ctx); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, promoteTimeout)
+	defer cancel()
+	return c.AwaitPrimary(ctx, old)
+}
+
+func (f *failover) promoter() string {
+	if f.mode == FailoverManual {
+		return "the harness"
+	}
+	return "Sentinel"
+}
+
+// note appends to the window's detail; f.mu is held.
+func (f *failover) note(env *Env, s string) {
+	f.detail += s
+	if env.Rec != nil && f.window >= 0 {
+		env.Rec.FaultDetail(f.window, f.detail)
+	}
+}
+
+// Heal disarms the gates, waits for a strike in progress, and puts the topology back
+// together: after a strike, the dead node restarts as a replica of the new primary;
+// without one, replication from the primary resumes. A heal cut short by the end of the
+// run (ctx done) is left unfinished and unreported: the schedule's final Heal, which
+// always runs with a fresh context, completes it.
+func (f *failover) Heal(ctx context.Context, env *Env) error {
+	f.fired.Store(true)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.injected || f.healed {
+		return nil
+	}
+	c := env.Cluster
+	var err error
+	switch {
+	case f.cut != nil: // never struck
+		err = c.RestoreReplication(ctx, f.cut)
+	case f.dead != nil:
+		err = f.rejoin(ctx, c)
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil
+	}
+	f.healed = true
+	if f.dead != nil {
+		switch {
+		case err != nil:
+			f.note(env, fmt.Sprintf("; healing %s failed: %v", f.dead.Name(), err))
+		case f.promoted != nil:
+			f.note(env, fmt.Sprintf("; healed: %s rejoined as a replica of %s", f.dead.Name(), f.promoted.Name()))
+		default:
+			f.note(env, fmt.Sprintf("; healed: %s restarted", f.dead.Name()))
+		}
+	}
+	if env.Rec != nil && f.window >= 0 {
+		env.Rec.FaultEnd(f.window)
+	}
+	return errors.Join(f.strikeErr, err)
+}
+
+// rejoin restarts the dead node and waits until the topology is whole around the new
+// primary; f.mu is held.
+func (f *failover) rejoin(ctx context.Context, c *cluster.Cluster) error {
+	if f.promoted == nil {
+		// No new primary to join: bring the node back as it was, so that the run ends
+		// with its servers up; the strike's error says what went wrong.
+		return f.restart(ctx)
+	}
+	if f.mode == FailoverSentinel {
+		// Sentinel finishes re-pointing the replicas only now; nothing may touch them before.
+		if err := c.AwaitFailoverEnd(ctx, f.promoted); err != nil {
+			return err
+		}
+		if err := c.SteadySentinels(ctx); err != nil {
+			return err
+		}
+	}
+	if err := f.restart(ctx); err != nil {
+		return err
+	}
+	return c.AwaitHealthy(ctx, f.promoted)
+}
+
+// restart restarts the dead node once, however often a heal is retried; f.mu is held.
+func (f *failover) restart(ctx context.Context) error {
+	if f.restarted {
+		return nil
+	}
+	if err := f.dead.Restart(ctx); err != nil {
+		return err
+	}
+	f.restarted = true
+	return nil
+}

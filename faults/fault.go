@@ -30,11 +30,12 @@ var ErrNeedsCluster = errors.New("needs the running cluster to tell")
 
 // Env is what faults act on.
 type Env struct {
-	Cluster *cluster.Cluster // nil in tests that need no servers
-	Gates   *Gates
-	Rec     *histories.Recorder
-	Clients int
-	clocks  []*SkewClock // one per client; see NewEnv
+	Cluster          *cluster.Cluster // nil in tests that need no servers
+	Gates            *Gates
+	Rec              *histories.Recorder
+	Clients          int
+	AllowDestructive bool         // faults that destroy data or need the process may act on external servers
+	clocks           []*SkewClock // one per client; see NewEnv
 }
 
 // Spec is one scheduled fault: plain data from the plan. Which fields a kind reads is in
@@ -62,6 +63,24 @@ func (s Spec) String() string {
 	b := fmt.Sprintf("%s at %s for %s on %s", s.Kind, s.At, s.Duration, s.Target)
 	if s.Point != "" {
 		b += " at point " + s.Point
+	}
+	if s.Trigger != "" {
+		b += " when " + s.Trigger
+	}
+	if s.Latency != 0 {
+		b += fmt.Sprintf(" latency %s±%s", s.Latency, s.Jitter)
+	}
+	if s.Direction != "" {
+		b += " direction " + s.Direction
+	}
+	if s.Offset != 0 {
+		b += fmt.Sprintf(" offset %s", s.Offset)
+	}
+	if s.Rate != 0 && s.Rate != 1 {
+		b += fmt.Sprintf(" rate %g", s.Rate)
+	}
+	if s.Mode != "" {
+		b += " mode " + s.Mode
 	}
 	return b
 }

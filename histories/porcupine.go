@@ -50,7 +50,11 @@ func Lanes(ops []Op) map[int]int {
 // LockOperations converts the lock operations (acquire, release, extend, crash) of h for
 // model.LockModel: P1 (and P3, which only looks at acquires).
 func LockOperations(h History) []porcupine.Operation {
-	return convert(h, func(op Op) bool { return op.Kind.IsLock() }, lockInOut)
+	// An acquire with an unknown outcome starts no belief and ends none, so the lock model
+	// accepts it anywhere: leaving it out changes no verdict, while each one kept doubles
+	// the orders Porcupine may have to try (a restart can leave dozens of them).
+	keep := func(op Op) bool { return op.Kind.IsLock() && !(op.Kind == Acquire && op.Outcome == Unknown) }
+	return convert(h, keep, lockInOut)
 }
 
 // FenceOperations converts the acquires that returned ok with a fence, the only operations

@@ -53,6 +53,16 @@ func (r *Recorder) FaultStart(kind, target, detail string) int {
 	return len(r.faults) - 1
 }
 
+// FaultDetail replaces the detail of the window FaultStart returned: a fault may learn
+// what happened only after it began (which replica a failover promoted, and when).
+func (r *Recorder) FaultDetail(i int, detail string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i >= 0 && i < len(r.faults) {
+		r.faults[i].Detail = detail
+	}
+}
+
 // FaultEnd records that the fault returned by FaultStart healed.
 func (r *Recorder) FaultEnd(i int) {
 	r.mu.Lock()

@@ -1,7 +1,9 @@
 package lockimpl
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,12 +15,15 @@ const DefaultTimeout = 2 * time.Second
 
 // Config is what every implementation is built from.
 type Config struct {
-	Addrs     []string      // lock servers (single topology: one)
-	Sentinels []string      // replicated topology: follow the primary through these Sentinels
-	Master    string        // replicated topology: the master name the Sentinels monitor
-	Clock     Clock         // nil → SystemClock{}
-	Step      StepFunc      // nil → no hook
-	Timeout   time.Duration // per-command network timeout; 0 → DefaultTimeout
+	Addrs     []string // lock servers (single topology: one)
+	Sentinels []string // replicated topology: follow the primary through these Sentinels
+	Master    string   // replicated topology: the master name the Sentinels monitor
+	// Via maps a server's own address, as Sentinel names it, to the address to dial
+	// instead (the client's link to that server); addresses not in it are dialled as named.
+	Via     map[string]string
+	Clock   Clock         // nil → SystemClock{}
+	Step    StepFunc      // nil → no hook
+	Timeout time.Duration // per-command network timeout; 0 → DefaultTimeout
 }
 
 // withDefaults fills in the zero fields.
@@ -40,6 +45,23 @@ func (c Config) singleAddr() (string, error) {
 	return c.Addrs[0], nil
 }
 
+// primaryClient is the client of a lock that talks to one primary: go-redis's failover
+// client when Sentinels are given (replicated topology: it asks them for the primary
+// and follows a failover), else a client of the one address.
+func (c Config) primaryClient() (*redis.Client, error) {
+	if len(c.Sentinels) == 0 {
+		addr, err := c.singleAddr()
+		if err != nil {
+			return nil, err
+		}
+		return newClient(addr, c.Timeout), nil
+	}
+	if c.Master == "" {
+		return nil, fmt.Errorf("sentinels given without the master name they monitor")
+	}
+	return newFailoverClient(c.Sentinels, c.Master, c.Via, c.Timeout), nil
+}
+
 // newClient is a go-redis client that sends each command exactly once, so that an
 // outcome is never misreported. Why no retries: a retried SET NX whose first attempt
 // succeeded but whose reply was lost answers "not acquired" to the lock's own holder.
@@ -58,4 +80,46 @@ func newClient(addr string, timeout time.Duration) *redis.Client {
 		WriteTimeout:             timeout,
 		ContextTimeoutEnabled:    true, // a caller's deadline also bounds the command
 	})
+}
+
+// failoverPoolSize is the failover client's pool size. A lock client runs one command
+// at a time, so it bounds nothing here; what it sets is go-redis's dial breaker: after
+// PoolSize failed dials in a row a pool stops dialling and retries once a second. While
+// a primary is dead and not yet replaced, every attempt is a failed dial (the default
+// pool, 10 per CPU, trips within a second), and a tripped client would find the new
+// primary up to a second late: measured, it missed a 2 s failover's new primary for 0.9 s.
+const failoverPoolSize = 1000
+
+// newFailoverClient is newClient's counterpart for a replicated topology: go-redis's
+// failover client, which asks the Sentinels for the primary whenever it opens a
+// connection and drops its connections to an old primary when a Sentinel announces a
+// new one. It keeps newClient's guarantees: each command is sent once (MaxRetries -1,
+// one dial attempt), the same handshake (FailoverOptions has no maintenance option:
+// the failover client always disables it), the same timeouts, also towards the
+// Sentinels. via (may be nil) redirects the addresses the Sentinels name.
+func newFailoverClient(sentinels []string, master string, via map[string]string, timeout time.Duration) *redis.Client {
+	opts := &redis.FailoverOptions{
+		MasterName:            master,
+		SentinelAddrs:         sentinels,
+		Protocol:              2,
+		DisableIdentity:       true,
+		MaxRetries:            -1,
+		DialerRetries:         1,
+		DialTimeout:           timeout,
+		ReadTimeout:           timeout,
+		WriteTimeout:          timeout,
+		ContextTimeoutEnabled: true,
+		PoolSize:              failoverPoolSize,
+	}
+	if len(via) > 0 {
+		d := &net.Dialer{Timeout: timeout}
+		// The dialer sees the Sentinels' addresses too: those are not in via.
+		opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if to, ok := via[addr]; ok {
+				addr = to
+			}
+			return d.DialContext(ctx, network, addr)
+		}
+	}
+	return redis.NewFailoverClient(opts)
 }

@@ -39,14 +39,14 @@ var _ Locker = (*redisLock)(nil)
 
 // newRedisLock builds a lock from its two pluggable steps.
 func newRedisLock(name string, cfg Config, acquire acquireFunc, release releaseFunc) (*redisLock, error) {
-	addr, err := cfg.singleAddr()
+	cfg = cfg.withDefaults()
+	client, err := cfg.primaryClient()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	cfg = cfg.withDefaults()
 	return &redisLock{
 		name:    name,
-		client:  newClient(addr, cfg.Timeout),
+		client:  client,
 		clock:   cfg.Clock,
 		step:    cfg.Step,
 		acquire: acquire,

@@ -10,11 +10,18 @@ import (
 type Impl struct {
 	Name, Description string
 	Fencing           bool     // grants fencing tokens (Lease.Fence > 0)
-	Topology          string   // topology kind it needs (cluster's Topology.Kind)
+	Topology          string   // topology kind it needs (cluster's Topology.Kind); see RunsOn
 	Mutant            bool     // deliberately broken
 	Bug               string   // for mutants: the bug class id from DESIGN.md
 	Steps             []string // step names it passes to Config.Step, where client faults can strike
 	New               func(Config) (Locker, error)
+}
+
+// RunsOn reports whether the implementation runs on a topology of kind (cluster's
+// Topology.Kind): its own kind, and for a single-instance lock ("single": one primary
+// at a time) also "replicated", whose clients follow the one primary through Sentinel.
+func (i Impl) RunsOn(kind string) bool {
+	return kind == i.Topology || (i.Topology == "single" && kind == "replicated")
 }
 
 // Registry holds implementations by name, in registration order.

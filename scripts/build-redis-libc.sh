@@ -9,11 +9,14 @@
 # the binary on stdout; everything else goes to stderr.
 #
 # Cache: $LOCKLAB_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/locklab (the place the
-# process backend looks, see cluster/faketime.go); file redis-server-libc-<debian version>.
+# process backend looks, see cluster/faketime.go): the binary is
+# redis-libc-<debian version>/redis-server, and redis-libc links to the latest such
+# directory. The binary keeps the name redis-server, so that its processes are named
+# like every other redis-server (pgrep redis-server finds them).
 #
-# The deb-src lines are derived from the machine's own apt sources (those that provide
-# redis-server), into a private apt state directory: the system's apt configuration is
-# neither read-modified nor written, and no mirror is named here.
+# The deb-src entries are derived from the machine's own apt sources (those that provide
+# redis-server) into a private apt state directory: the system's apt configuration is read,
+# never written, and no mirror is named here.
 set -euo pipefail
 
 say() { echo "build-redis-libc: $*" >&2; }
@@ -25,20 +28,21 @@ version=$(dpkg-query -W -f='${Version}' redis-server 2>/dev/null) ||
 upstream=${version#*:} # the epoch is not part of file names
 
 cache=${LOCKLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/locklab}
-bin="$cache/redis-server-libc-$upstream"
-if [ -x "$bin" ]; then
+dir="$cache/redis-libc-$upstream"
+bin="$dir/redis-server"
+link="$cache/redis-libc"
+done_already() {
+  [ -x "$bin" ] || return 1
+  ln -sfn "$(basename "$dir")" "$link"
   echo "$bin"
-  exit 0
-fi
+}
+done_already && exit 0
 mkdir -p "$cache"
 
 # One build at a time (make test and .ci/run may both call this).
 exec 9>"$cache/.build-redis-libc.lock"
 flock 9
-if [ -x "$bin" ]; then
-  echo "$bin"
-  exit 0
-fi
+done_already && exit 0
 
 if [ "$(id -u)" -eq 0 ]; then
   sudo=()
@@ -118,6 +122,7 @@ say "built in $(($(date +%s) - start)) s"
 
 "$srcdir/src/redis-server" --version | grep -q 'malloc=libc' ||
   die "the build does not report malloc=libc: $("$srcdir/src/redis-server" --version)"
+mkdir -p "$dir"
 cp "$srcdir/src/redis-server" "$bin.tmp"
 mv "$bin.tmp" "$bin"
-echo "$bin"
+done_already

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,10 @@ type Config struct {
 	Careless bool          // skip the validity check before touching the store
 	Timeout  time.Duration // per store operation
 	Seed     int64
+	// Namespace prefixes every key the clients touch on the servers, so that runs sharing
+	// servers (external ones) never see each other's locks or values. Histories keep the
+	// plain key names.
+	Namespace string
 
 	StoreAddr func(client int) string // each client may reach the store by its own link
 	NewLocker func(client int) (lockimpl.Locker, error)
@@ -196,7 +201,7 @@ func (c *client) hook(ctx context.Context, key, point string) (crashed bool) {
 
 func (c *client) acquire(ctx context.Context, key string) (lockimpl.Lease, histories.Outcome, bool) {
 	call := c.rec.Now()
-	lease, err := c.locker.Acquire(ctx, key, c.cfg.TTL)
+	lease, err := c.locker.Acquire(ctx, c.cfg.Namespace+key, c.cfg.TTL)
 	outcome := lockimpl.Classify(err)
 	out := histories.Output{Token: lease.Token, Fence: lease.Fence, Validity: lease.Validity}
 	if err != nil {
@@ -208,6 +213,11 @@ func (c *client) acquire(ctx context.Context, key string) (lockimpl.Lease, histo
 		return lease, outcome, true
 	}
 	return lease, outcome, false
+}
+
+// plain is the lease's key as the history names it, without the namespace.
+func (c *client) plain(lease lockimpl.Lease) string {
+	return strings.TrimPrefix(lease.Key, c.cfg.Namespace)
 }
 
 // valid is the careful client's check of its lease right before it touches the store.
@@ -236,7 +246,7 @@ func storeOutcome(err error) histories.Outcome {
 
 // section is one critical section: read, work, write, release. It reports a crash.
 func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed bool) {
-	key := lease.Key
+	key := c.plain(lease)
 	if c.hook(ctx, key, AfterAcquire) {
 		return true
 	}
@@ -246,7 +256,7 @@ func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed boo
 	fence := c.fence(lease)
 	opCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	call := c.rec.Now()
-	v, err := c.store.Read(opCtx, key, fence)
+	v, err := c.store.Read(opCtx, c.cfg.Namespace+key, fence)
 	cancel()
 	out := histories.Output{Value: v}
 	if err != nil {
@@ -267,7 +277,7 @@ func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed boo
 	}
 	opCtx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 	call = c.rec.Now()
-	err = c.store.Write(opCtx, key, fence, v+1)
+	err = c.store.Write(opCtx, c.cfg.Namespace+key, fence, v+1)
 	cancel()
 	out = histories.Output{}
 	if err != nil {
@@ -286,8 +296,8 @@ func (c *client) release(ctx context.Context, lease lockimpl.Lease) (crashed boo
 	call := c.rec.Now()
 	if c.cfg.Hook != nil {
 		if err := c.cfg.Hook(ctx, c.id, InRelease); errors.Is(err, lockimpl.ErrCrashed) {
-			c.rec.Record(histories.Release, lease.Key, histories.Input{Token: lease.Token}, histories.Output{Error: err.Error()}, histories.Unknown, call)
-			c.rec.Crash(lease.Key)
+			c.rec.Record(histories.Release, c.plain(lease), histories.Input{Token: lease.Token}, histories.Output{Error: err.Error()}, histories.Unknown, call)
+			c.rec.Crash(c.plain(lease))
 			return true
 		}
 	}
@@ -296,6 +306,6 @@ func (c *client) release(ctx context.Context, lease lockimpl.Lease) (crashed boo
 	if err != nil {
 		out.Error = err.Error()
 	}
-	c.rec.Record(histories.Release, lease.Key, histories.Input{Token: lease.Token}, out, lockimpl.Classify(err), call)
+	c.rec.Record(histories.Release, c.plain(lease), histories.Input{Token: lease.Token}, out, lockimpl.Classify(err), call)
 	return false
 }

@@ -48,7 +48,7 @@ func StartWith(t testing.TB, topo cluster.Topology, opts cluster.Options) *clust
 	if err != nil {
 		t.Fatalf("clustertest: %v", err)
 	}
-	logOnFailure(t, c.Nodes()...)
+	logOnFailure(t, append(c.Nodes(), c.Sentinels...)...)
 	return c
 }
 

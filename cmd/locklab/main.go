@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
@@ -33,11 +34,19 @@ func (e *statusError) Error() string { return e.err.Error() }
 func main() {
 	// Ctrl-C and SIGTERM cancel the context; every server and fault is stopped and healed
 	// by the deferred clean-ups along the way before the process exits.
+	// go-redis logs dial failures and Sentinel switches through a global logger; faults
+	// cause both on purpose, and the history records them, so the program silences it.
+	redis.SetLogger(quietLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
+
+// quietLogger drops go-redis's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot()

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/clustertest"
 )
 
 func locklab(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -96,5 +99,25 @@ func TestRunThenCheck(t *testing.T) {
 	code, _, stderr = locklab(t, "run", "--plan", filepath.Join(dirs[0], "plan.json"), "--out", out)
 	if code != exitViolation {
 		t.Fatalf("replay of plan.json: exit %d, want %d\n%s", code, exitViolation, stderr)
+	}
+}
+
+// TestExternalRefusesDestructiveFaults: on servers locklab did not start, faults that can
+// destroy data need --allow-destructive; a run without faults works.
+func TestExternalRefusesDestructiveFaults(t *testing.T) {
+	lock := clustertest.Node(t, cluster.NodeConfig{Name: "ext-lock"})
+	store := clustertest.Node(t, cluster.NodeConfig{Name: "ext-store"})
+	out := t.TempDir()
+	ext := []string{"--external-lock", lock.Addr(), "--external-store", store.Addr(), "--out", out, "--duration", "300ms"}
+	code, _, stderr := locklab(t, append([]string{"run", "--fault", "server-clock:at=100ms,duration=100ms,target=lock-0,offset=2s,mode=emulated"}, ext...)...)
+	if code != exitError || !strings.Contains(stderr, "--allow-destructive") {
+		t.Fatalf("destructive fault on external servers: exit %d, stderr %q; want a refusal naming the opt-in", code, stderr)
+	}
+	code, stdout, stderr := locklab(t, append([]string{"run", "--allow-destructive", "--fault", "server-clock:at=100ms,duration=100ms,target=lock-0,offset=2s,mode=emulated"}, ext...)...)
+	if code == exitError {
+		t.Fatalf("with --allow-destructive: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr = locklab(t, append([]string{"run"}, ext...)...); code != exitOK {
+		t.Fatalf("fault-free run on external servers: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

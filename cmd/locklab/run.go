@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -24,6 +25,9 @@ func newRunCmd() *cobra.Command {
 		fencing                 []string
 		faultFlags              []string
 		checkTimeout            time.Duration
+		externalLock            []string
+		externalStore           string
+		allowDestructive        bool
 		p                       = campaign.DefaultPlan()
 		ttl, dur, work          time.Duration
 		think, retry, timeout   time.Duration
@@ -60,7 +64,16 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 					return &statusError{exitError, placeError(err, cmd.Flags(), source, planFile)}
 				}
 			}
-			reports, err := runAll(cmd, plans, out, campaign.Options{Registry: reg, CheckTimeout: checkTimeout})
+			opts := campaign.Options{Registry: reg, CheckTimeout: checkTimeout, AllowDestructive: allowDestructive}
+			if len(externalLock) > 0 || externalStore != "" {
+				b, err := cluster.NewExternalBackend(cluster.ExternalOptions{Lock: externalLock, Store: externalStore})
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("flags --external-lock/--external-store: %w", err)}
+				}
+				defer b.Close()
+				opts.Backend = b
+			}
+			reports, err := runAll(cmd, plans, out, opts)
 			if err != nil {
 				return err
 			}
@@ -72,7 +85,7 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.StringVar(&planFile, "plan", "", "plan file (JSON) to start from")
 	f.StringVar(&scenario, "scenario", "", "catalog scenario to start from (see locklab list)")
 	f.StringVar(&p.Impl, "impl", p.Impl, "lock implementation (see locklab list)")
-	f.StringVar(&p.Topology, "topology", p.Topology, "Redis topology: single")
+	f.StringVar(&p.Topology, "topology", p.Topology, "Redis topology: single, or replicated[:N] (primary, N-1 replicas, three Sentinels)")
 	f.IntVar(&p.Clients, "clients", p.Clients, "concurrent clients")
 	f.IntVar(&p.Keys, "keys", p.Keys, "lock keys")
 	f.DurationVar(&ttl, "ttl", p.TTL.D(), "lease duration")
@@ -88,6 +101,9 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.StringVar(&p.Persistence, "persistence", "", "lock servers' persistence: none, aof-everysec, aof-always")
 	f.StringVar(&p.ServerClock, "server-clock", "", `"faketime" runs the lock servers under libfaketime (for server-clock faults)`)
 	f.StringVar(&out, "out", "out", "directory for run directories")
+	f.StringSliceVar(&externalLock, "external-lock", nil, "run against these existing lock servers (host:port list) instead of starting Redis")
+	f.StringVar(&externalStore, "external-store", "", "with --external-lock: the existing server for the protected store")
+	f.BoolVar(&allowDestructive, "allow-destructive", false, "let faults that can destroy data (pause, crash, clock, TTL shaving) touch external servers")
 	f.DurationVar(&checkTimeout, "check-timeout", 0, "linearizability checker timeout per property (0: default); a timeout is reported as unknown, never as a pass")
 	return cmd
 }

@@ -1,0 +1,73 @@
+package campaign
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/histories"
+	lin "github.com/locklab/locklab/linearizability"
+)
+
+// failover-loss: the first grant exists only on a primary that dies before replicating
+// it, and the promoted replica hands the lock out again with the same fencing token.
+// What the checkers say, with Sentinel's failover and with a promotion by hand:
+//   - P1: the other client acquires on the new primary while the first still believes.
+//   - P3: the second grant repeats the first one's fence (the replica missed its INCR).
+//   - P2: both read the value before either writes it. Without fencing the second
+//     write loses the first; with fencing full both carry the same fence, which the
+//     store's rule (f ≥ the largest fence seen) accepts twice: fencing does not save
+//     the data when the fence source itself fails over.
+func TestFailoverLoss(t *testing.T) {
+	illegal := verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.Illegal, lin.L1: lin.OK}
+	for _, name := range []string{"failover-loss", "failover-loss-manual"} {
+		for _, fencing := range []string{"off", "full"} {
+			t.Run(name+"/"+fencing, func(t *testing.T) {
+				t.Parallel()
+				rep := runPlan(t, nil, scenario(t, name, func(p *Plan) { p.Fencing = fencing }))
+				assertVerdicts(t, rep, illegal)
+				assertFaultsFired(t, rep)
+				assertFailoverStruck(t, rep)
+				if t.Failed() {
+					logHistory(t, rep)
+				}
+			})
+		}
+	}
+}
+
+// assertFailoverStruck fails unless the failover killed the primary at a grant and a
+// replica was promoted, and shows what its window says.
+func assertFailoverStruck(t *testing.T, rep Report) {
+	t.Helper()
+	h, err := histories.Load(rep.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range h.Faults {
+		if w.Kind != "failover" {
+			continue
+		}
+		t.Logf("%s/fencing %s: %s (run %s)", rep.Plan.Name, rep.Plan.Fencing, w.Detail, rep.RunTime.Round(1e6))
+		if !strings.Contains(w.Detail, "acquire:granted") || !strings.Contains(w.Detail, "promoted") || !strings.Contains(w.Detail, "healed") {
+			t.Errorf("failover window %q: want a kill at a grant, a promotion and a heal", w.Detail)
+		}
+		return
+	}
+	t.Errorf("%s: no failover window", rep.Plan.Name)
+}
+
+// logHistory shows the run's operations, one line each, for a failed assertion.
+func logHistory(t *testing.T, rep Report) {
+	t.Helper()
+	h, err := histories.Load(rep.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, op := range h.Ops {
+		fmt.Fprintf(&b, "%8.3f %8.3f  client %d p%-3d %-7s %-7s in %+v out %+v\n",
+			float64(op.Call)/1e9, float64(op.Return)/1e9, op.Client, op.Process, op.Kind, op.Outcome, op.Input, op.Output)
+	}
+	t.Logf("history of %s/fencing %s:\n%s", rep.Plan.Name, rep.Plan.Fencing, b.String())
+}

@@ -1,0 +1,60 @@
+package campaign
+
+import (
+	"testing"
+
+	lin "github.com/locklab/locklab/linearizability"
+)
+
+// Scenarios whose fault is in the network (cluster.Net). Each is scripted with triggers,
+// so the fault strikes at the same step of the same client every run, and built on margins
+// of a hundred milliseconds or more (see each scenario's description for its timeline).
+
+func TestSlowWrite(t *testing.T) {
+	cases := []struct {
+		impl, fencing string
+		want          verdicts
+	}{
+		// The write lands after client 1's update: lost. Client 0 believes until it calls
+		// release, after its slow write returned, long after client 1 took the lock.
+		{"setnx", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.NA, lin.L1: lin.OK}},
+		{"fenced", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.OK, lin.L1: lin.OK}},
+		// The store refuses the late write's old fence; the beliefs still overlap.
+		{"fenced", "full", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
+		{"fenced", "writes", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
+	}
+	for _, c := range cases {
+		t.Run(c.impl+"/"+c.fencing, func(t *testing.T) {
+			t.Parallel()
+			rep := runPlan(t, nil, scenario(t, "slow-write", func(p *Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
+			assertVerdicts(t, rep, c.want)
+			assertFaultsFired(t, rep)
+		})
+	}
+}
+
+func TestSlowGrant(t *testing.T) {
+	cases := []struct {
+		impl, fencing string
+		want          verdicts
+	}{
+		// The late grant makes client 0 believe while client 1 holds the lock, and its
+		// write overwrites client 1's update.
+		{"setnx", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.NA, lin.L1: lin.OK}},
+		{"fenced", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.OK, lin.L1: lin.OK}},
+		// Client 1's read raised the store's fence past client 0's: client 0's read is
+		// refused, and it gives up without writing.
+		{"fenced", "full", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
+		// Only writes carry the fence: client 0 reads, but its write comes after client
+		// 1's, with a smaller fence, and is refused.
+		{"fenced", "writes", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
+	}
+	for _, c := range cases {
+		t.Run(c.impl+"/"+c.fencing, func(t *testing.T) {
+			t.Parallel()
+			rep := runPlan(t, nil, scenario(t, "slow-grant", func(p *Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
+			assertVerdicts(t, rep, c.want)
+			assertFaultsFired(t, rep)
+		})
+	}
+}

@@ -1,0 +1,454 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// MasterName is the name under which the Sentinels of a replicated topology monitor its
+// primary; clients give it to go-redis's failover client.
+const MasterName = "locklab"
+
+// Sentinel settings of a replicated topology.
+const (
+	sentinelCount  = 3
+	sentinelQuorum = 2 // a majority of three: one Sentinel alone can neither judge nor promote
+	// SentinelDownAfter is how long the primary must stay silent before the first Sentinel
+	// thinks it down: low, so that a failover takes about two seconds, but well above the
+	// pauses a loaded test machine makes, so that a healthy primary is never failed over.
+	SentinelDownAfter = 500 * time.Millisecond
+	// sentinelStagger is how much longer each further Sentinel waits (800 ms, 1.1 s), so
+	// that one of them always judges first and the others vote for it. With equal timings
+	// all three can start an election at once and each vote for itself: 1 of 45 failovers
+	// did, and Sentinel retries a split vote only after twice the failover-timeout.
+	sentinelStagger = 300 * time.Millisecond
+	// SteadyFailoverTimeout is the Sentinels' failover-timeout while no failover is wanted.
+	// It is longer than any run because Sentinel also uses it as the time after which it
+	// "fixes" a replica whose master address differs from the primary's own address, which
+	// is what a replica replicating through its proxy link looks like: with a short
+	// timeout Sentinel would re-point every proxied replica straight at the primary.
+	SteadyFailoverTimeout = 2 * time.Hour
+	// FailoverTimeout is the failover-timeout while a failover is wanted (the failover
+	// fault sets it): an election that ends in a split vote is retried after twice this.
+	FailoverTimeout = 2 * time.Second
+	// sentinelPingPeriod is how often a Sentinel pings each node, and how long it waits
+	// before reconnecting a broken link; Sentinel's default is 1 s. Longer than
+	// SentinelDownAfter, the default makes a Sentinel that has just switched to a new
+	// primary judge it down before it has even reconnected to it, and start a second,
+	// needless failover: 10 of 20 failovers under load did, none of 20 with 100 ms.
+	sentinelPingPeriod = 100 * time.Millisecond
+	// While Sentinels must learn the topology quickly (after a start, a re-registration or
+	// a heal) they say hello (how they find each other) and ask the nodes for INFO (how they
+	// find replicas) every 100 ms instead of Sentinel's defaults, 2 s and 10 s.
+	quickPeriod           = 100 * time.Millisecond
+	defaultHelloPeriod    = 2 * time.Second
+	defaultInfoPeriod     = 10 * time.Second
+	sentinelPollInterval  = 20 * time.Millisecond
+	promotionPoll         = 5 * time.Millisecond // AwaitPrimary: a held client waits on it
+	sentinelAdminTimeout  = time.Second
+	sentinelConfigComment = "# written by locklab; Sentinel rewrites this file with what it learns\n"
+)
+
+// SentinelConfig describes one Sentinel to start.
+type SentinelConfig struct {
+	Name            string
+	Master          string // master name to monitor
+	MasterAddr      string // 127.0.0.1:port of the primary
+	Quorum          int
+	DownAfter       time.Duration
+	FailoverTimeout time.Duration
+	ParallelSyncs   int // replicas re-pointed at once after a promotion
+}
+
+// SentinelBackend is a backend that can also run Redis Sentinel.
+type SentinelBackend interface {
+	StartSentinel(ctx context.Context, cfg SentinelConfig) (Node, error)
+}
+
+var _ SentinelBackend = (*ProcessBackend)(nil)
+
+// configFile is the Sentinel configuration: the master to monitor and its timings. Every
+// address is 127.0.0.1, also the one Sentinel announces to the others.
+func (cfg SentinelConfig) configFile() (string, error) {
+	host, port, err := net.SplitHostPort(cfg.MasterAddr)
+	if err != nil {
+		return "", fmt.Errorf("sentinel %s: master address %q: %w", cfg.Name, cfg.MasterAddr, err)
+	}
+	var b strings.Builder
+	b.WriteString(sentinelConfigComment)
+	b.WriteString("sentinel announce-ip 127.0.0.1\n")
+	b.WriteString("sentinel resolve-hostnames no\n")
+	fmt.Fprintf(&b, "sentinel monitor %s %s %s %d\n", cfg.Master, host, port, cfg.Quorum)
+	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", cfg.Master, cfg.DownAfter.Milliseconds())
+	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", cfg.Master, cfg.FailoverTimeout.Milliseconds())
+	fmt.Fprintf(&b, "sentinel parallel-syncs %s %d\n", cfg.Master, max(1, cfg.ParallelSyncs))
+	return b.String(), nil
+}
+
+// StartSentinel starts a Redis Sentinel as a node of the backend: the same redis-server
+// binary in sentinel mode, in its own process group with Pdeathsig, stopped by Stop and by
+// the backend's Close like every server. Sentinel needs a writable configuration file as
+// its first argument: it saves what it learns there.
+func (b *ProcessBackend) StartSentinel(ctx context.Context, cfg SentinelConfig) (Node, error) {
+	text, err := cfg.configFile()
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return nil, errBackendClosed
+	}
+	dir, err := os.MkdirTemp(b.root, cfg.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("make directory for %s: %w", cfg.Name, err)
+	}
+	conf := filepath.Join(dir, "sentinel.conf")
+	var errs []error
+	for range portAttempts {
+		// A fresh file for each attempt: a Sentinel that started rewrote it.
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return nil, fmt.Errorf("write config of %s: %w", cfg.Name, err)
+		}
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		n := newProcessNode(b, cfg.Name, dir, port, nil, nil)
+		n.args = append([]string{conf, "--sentinel"}, n.args...)
+		if err := b.register(n); err != nil {
+			return nil, err
+		}
+		err = n.start(ctx)
+		if err == nil {
+			return n, nil
+		}
+		errs = append(errs, err)
+		if !errors.Is(err, errPortInUse) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("start sentinel %s: %w", cfg.Name, errors.Join(errs...))
+}
+
+// startSentinels starts the topology's Sentinels, monitoring primary, and waits until they
+// know each other and every replica.
+func (c *Cluster) startSentinels(ctx context.Context, sb SentinelBackend, primary Node) error {
+	for i := range sentinelCount {
+		s, err := sb.StartSentinel(ctx, SentinelConfig{
+			Name: fmt.Sprintf("sentinel-%d", i), Master: MasterName, MasterAddr: primary.Addr(),
+			Quorum: sentinelQuorum, DownAfter: downAfter(i), FailoverTimeout: SteadyFailoverTimeout,
+			ParallelSyncs: len(c.Lock),
+		})
+		if err != nil {
+			return err
+		}
+		c.Sentinels = append(c.Sentinels, s)
+	}
+	err := c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
+		return sentinelDebug(ctx, sc, "ping-period", sentinelPingPeriod)
+	})
+	if err != nil {
+		return err
+	}
+	return c.awaitSentinels(ctx, primary)
+}
+
+// downAfter is Sentinel i's down-after-milliseconds (see sentinelStagger).
+func downAfter(i int) time.Duration { return SentinelDownAfter + time.Duration(i)*sentinelStagger }
+
+// newSentinelClient talks to one Sentinel for the harness: one connection, no retries.
+func newSentinelClient(addr string) *redis.SentinelClient {
+	return redis.NewSentinelClient(&redis.Options{
+		Addr:                     addr,
+		Protocol:                 2,
+		DisableIdentity:          true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		MaxRetries:               -1,
+		DialerRetries:            1,
+		DialTimeout:              sentinelAdminTimeout,
+		ReadTimeout:              sentinelAdminTimeout,
+		WriteTimeout:             sentinelAdminTimeout,
+		PoolSize:                 1,
+	})
+}
+
+// onSentinels runs f on every Sentinel at once (i: its index in c.Sentinels) and joins
+// their errors.
+func (c *Cluster) onSentinels(ctx context.Context, f func(ctx context.Context, i int, sc *redis.SentinelClient) error) error {
+	errs := make([]error, len(c.Sentinels))
+	var wg sync.WaitGroup
+	for i, s := range c.Sentinels {
+		wg.Go(func() {
+			sc := newSentinelClient(s.Addr())
+			defer sc.Close()
+			if err := f(ctx, i, sc); err != nil {
+				errs[i] = fmt.Errorf("%s (%s): %w", s.Name(), s.Addr(), err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// SentinelAddrs are the Sentinels' addresses, in order.
+func (c *Cluster) SentinelAddrs() []string {
+	addrs := make([]string, len(c.Sentinels))
+	for i, s := range c.Sentinels {
+		addrs[i] = s.Addr()
+	}
+	return addrs
+}
+
+// MasterAddrs is what each Sentinel answers to SENTINEL GET-MASTER-ADDR-BY-NAME, in the
+// order of c.Sentinels; "" for a Sentinel that did not answer with an address.
+func (c *Cluster) MasterAddrs(ctx context.Context) []string {
+	addrs := make([]string, len(c.Sentinels))
+	_ = c.onSentinels(ctx, func(ctx context.Context, i int, sc *redis.SentinelClient) error {
+		hp, err := sc.GetMasterAddrByName(ctx, MasterName).Result()
+		if err == nil && len(hp) == 2 {
+			addrs[i] = net.JoinHostPort(hp[0], hp[1])
+		}
+		return err
+	})
+	return addrs
+}
+
+// Primary is the data node a majority of the Sentinels name as the master: the node
+// clients are sent to. It fails while the Sentinels disagree (during a failover).
+func (c *Cluster) Primary(ctx context.Context) (Node, error) {
+	if c.Topology.Kind != Replicated {
+		return nil, fmt.Errorf("topology %s has no Sentinels to name a primary", c.Topology)
+	}
+	addrs := c.MasterAddrs(ctx)
+	votes := map[string]int{}
+	for _, a := range addrs {
+		if a != "" {
+			votes[a]++
+		}
+	}
+	for a, v := range votes {
+		if v > len(c.Sentinels)/2 {
+			if n := c.NodeByAddr(a); n != nil {
+				return n, nil
+			}
+			return nil, fmt.Errorf("sentinels name %s as master, which is no data node of the cluster", a)
+		}
+	}
+	return nil, fmt.Errorf("no majority of sentinels names a master (they answer %q)", addrs)
+}
+
+// AwaitPrimary waits until a Sentinel names a master other than not (nil: any) and that
+// node says it is a master, and returns that node: the first moment a client can be
+// sent to the new primary. The leading Sentinel knows first; the others learn it from
+// its hellos, within a hello period. Bounded by ctx.
+func (c *Cluster) AwaitPrimary(ctx context.Context, not Node) (Node, error) {
+	var last string
+	for {
+		last = ""
+		addrs := c.MasterAddrs(ctx)
+		for _, a := range addrs {
+			n := c.NodeByAddr(a)
+			if n == nil || n == not {
+				continue
+			}
+			role, err := c.Role(ctx, n)
+			if err == nil && role == "master" {
+				return n, nil
+			}
+			last = fmt.Sprintf("a sentinel names %s, which says role %q (%v)", n.Name(), role, err)
+		}
+		if last == "" {
+			last = fmt.Sprintf("sentinels answer %q", addrs)
+		}
+		if !sleepCtx(ctx, promotionPoll) {
+			return nil, fmt.Errorf("no sentinel names a new master: %w (last: %s)", ctx.Err(), last)
+		}
+	}
+}
+
+// PrepareFailover readies the Sentinels for a failover that is wanted now: a short
+// failover-timeout, and hellos every 100 ms so that the leader's promotion reaches the
+// other Sentinels at once instead of at its next hello, up to 2 s later. SteadySentinels
+// undoes it once the failover is over.
+func (c *Cluster) PrepareFailover(ctx context.Context) error {
+	return c.setSentinelPace(ctx, FailoverTimeout, quickPeriod)
+}
+
+// SteadySentinels restores the Sentinels' pace while no failover is wanted (see
+// SteadyFailoverTimeout).
+func (c *Cluster) SteadySentinels(ctx context.Context) error {
+	return c.setSentinelPace(ctx, SteadyFailoverTimeout, defaultHelloPeriod)
+}
+
+func (c *Cluster) setSentinelPace(ctx context.Context, failoverTimeout, hello time.Duration) error {
+	err := c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
+		ms := strconv.FormatInt(failoverTimeout.Milliseconds(), 10)
+		if err := sc.Set(ctx, MasterName, "failover-timeout", ms).Err(); err != nil {
+			return fmt.Errorf("sentinel set failover-timeout %s: %w", failoverTimeout, err)
+		}
+		return sentinelDebug(ctx, sc, "publish-period", hello)
+	})
+	if err != nil {
+		return fmt.Errorf("pace the sentinels: %w", err)
+	}
+	return nil
+}
+
+// Reregister makes every Sentinel monitor primary as the master from now on, forgetting
+// what it knew: what an operator does after promoting a replica by hand, so that clients
+// asking the Sentinels find the new primary and the Sentinels never elect another one.
+// It returns once every Sentinel names primary; the Sentinels find each other and the
+// replicas again within AwaitSentinels.
+func (c *Cluster) Reregister(ctx context.Context, primary Node) error {
+	host, port, err := net.SplitHostPort(primary.Addr())
+	if err != nil {
+		return err
+	}
+	err = c.onSentinels(ctx, func(ctx context.Context, i int, sc *redis.SentinelClient) error {
+		if err := sc.Remove(ctx, MasterName).Err(); err != nil && !strings.Contains(err.Error(), "No such master") {
+			return fmt.Errorf("sentinel remove: %w", err)
+		}
+		if err := sc.Monitor(ctx, MasterName, host, port, strconv.Itoa(sentinelQuorum)).Err(); err != nil {
+			return fmt.Errorf("sentinel monitor: %w", err)
+		}
+		for _, kv := range [][2]string{
+			{"down-after-milliseconds", strconv.FormatInt(downAfter(i).Milliseconds(), 10)},
+			{"failover-timeout", strconv.FormatInt(SteadyFailoverTimeout.Milliseconds(), 10)},
+			{"parallel-syncs", strconv.Itoa(len(c.Lock))},
+		} {
+			if err := sc.Set(ctx, MasterName, kv[0], kv[1]).Err(); err != nil {
+				return fmt.Errorf("sentinel set %s: %w", kv[0], err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("re-register %s with the sentinels: %w", primary.Name(), err)
+	}
+	return nil
+}
+
+// AwaitSentinels waits until every Sentinel monitors primary as an up master and knows
+// every other data node as its replica and the other Sentinels as peers, so that a
+// failover can be agreed on. Sentinels find each other by hello messages, which they
+// send every 2 s, and find replicas by asking the primary every 10 s; the wait shortens
+// both periods and restores them.
+func (c *Cluster) AwaitSentinels(ctx context.Context, primary Node) error {
+	return c.awaitSentinels(ctx, primary)
+}
+
+func (c *Cluster) awaitSentinels(ctx context.Context, primary Node) error {
+	if err := c.setPeriods(ctx, quickPeriod, quickPeriod); err != nil {
+		return err
+	}
+	var last error
+	for {
+		last = c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
+			return sentinelReady(ctx, sc, primary.Addr(), len(c.Lock)-1, len(c.Sentinels)-1)
+		})
+		if last == nil {
+			break
+		}
+		if !sleepCtx(ctx, sentinelPollInterval) {
+			return fmt.Errorf("sentinels not ready: %w (last: %v)", ctx.Err(), last)
+		}
+	}
+	return c.setPeriods(ctx, defaultHelloPeriod, defaultInfoPeriod)
+}
+
+// AwaitFailoverEnd waits until every Sentinel monitors primary as an up master with no
+// failover in progress. After it promotes a replica, the leading Sentinel re-points the
+// other replicas and declares the failover over only once each reports the new master:
+// a replica re-pointed elsewhere meanwhile (through its link) or an old primary restarted
+// meanwhile holds the failover up for Sentinel's reconfiguration timeout, 10 s. Heal
+// after this.
+func (c *Cluster) AwaitFailoverEnd(ctx context.Context, primary Node) error {
+	var last error
+	for {
+		last = c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
+			_, err := sentinelMonitors(ctx, sc, primary.Addr())
+			return err
+		})
+		if last == nil {
+			return nil
+		}
+		if !sleepCtx(ctx, sentinelPollInterval) {
+			return fmt.Errorf("failover to %s not over: %w (last: %v)", primary.Name(), ctx.Err(), last)
+		}
+	}
+}
+
+// sentinelMonitors checks that a Sentinel monitors primary as an up master with no
+// failover in progress, and returns what it says of the master.
+func sentinelMonitors(ctx context.Context, sc *redis.SentinelClient, primary string) (map[string]string, error) {
+	m, err := sc.Master(ctx, MasterName).Result()
+	if err != nil {
+		return nil, err
+	}
+	if addr := net.JoinHostPort(m["ip"], m["port"]); addr != primary {
+		return nil, fmt.Errorf("monitors %s, not %s", addr, primary)
+	}
+	if m["flags"] != "master" {
+		return nil, fmt.Errorf("master flags %q", m["flags"])
+	}
+	return m, nil
+}
+
+// sentinelReady checks one Sentinel's view of the master.
+func sentinelReady(ctx context.Context, sc *redis.SentinelClient, primary string, replicas, peers int) error {
+	m, err := sentinelMonitors(ctx, sc, primary)
+	if err != nil {
+		return err
+	}
+	switch {
+	case m["num-slaves"] != strconv.Itoa(replicas):
+		return fmt.Errorf("knows %s replicas, want %d", m["num-slaves"], replicas)
+	case m["num-other-sentinels"] != strconv.Itoa(peers):
+		return fmt.Errorf("knows %s other sentinels, want %d", m["num-other-sentinels"], peers)
+	}
+	return sc.CkQuorum(ctx, MasterName).Err()
+}
+
+// setPeriods sets how often every Sentinel says hello and asks for INFO (SENTINEL DEBUG,
+// Redis 7.0 or later).
+func (c *Cluster) setPeriods(ctx context.Context, hello, info time.Duration) error {
+	return c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
+		if err := sentinelDebug(ctx, sc, "publish-period", hello); err != nil {
+			return err
+		}
+		return sentinelDebug(ctx, sc, "info-period", info)
+	})
+}
+
+// sentinelDebug sets one of Sentinel's timing parameters (SENTINEL DEBUG, Redis 7.0+).
+func sentinelDebug(ctx context.Context, sc *redis.SentinelClient, param string, d time.Duration) error {
+	if err := sc.Process(ctx, redis.NewStatusCmd(ctx, "sentinel", "debug", param, d.Milliseconds())); err != nil {
+		return fmt.Errorf("sentinel debug %s %s (needs Redis 7.0 or later): %w", param, d, err)
+	}
+	return nil
+}
+
+// sleepCtx waits d; it reports false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
