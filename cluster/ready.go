@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // readyTimeout bounds the wait for a server to answer when the caller's ctx has no deadline.
@@ -27,18 +26,9 @@ var errNotReady = errors.New("not ready")
 // newProbeClient is a go-redis client that sends nothing but the commands asked for: no
 // HELLO, no CLIENT SETINFO, no retries, so a probe is one round trip.
 func newProbeClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:                     addr,
-		Protocol:                 2,
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		MaxRetries:               -1,
-		DialerRetries:            1,
-		DialTimeout:              time.Second,
-		ReadTimeout:              time.Second,
-		WriteTimeout:             time.Second,
-		PoolSize:                 1,
-	})
+	opts := ExactlyOnce(addr, time.Second)
+	opts.PoolSize = 1
+	return redis.NewClient(opts)
 }
 
 // probe checks that the server at addr is process pid (not some other server that took

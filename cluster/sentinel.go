@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // MasterName is the name under which the Sentinels of a replicated topology monitor its
@@ -171,18 +170,9 @@ func downAfter(i int) time.Duration { return SentinelDownAfter + time.Duration(i
 
 // newSentinelClient talks to one Sentinel for the harness: one connection, no retries.
 func newSentinelClient(addr string) *redis.SentinelClient {
-	return redis.NewSentinelClient(&redis.Options{
-		Addr:                     addr,
-		Protocol:                 2,
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		MaxRetries:               -1,
-		DialerRetries:            1,
-		DialTimeout:              sentinelAdminTimeout,
-		ReadTimeout:              sentinelAdminTimeout,
-		WriteTimeout:             sentinelAdminTimeout,
-		PoolSize:                 1,
-	})
+	opts := ExactlyOnce(addr, sentinelAdminTimeout)
+	opts.PoolSize = 1
+	return redis.NewSentinelClient(opts)
 }
 
 // onSentinels runs f on every Sentinel at once (i: its index in c.Sentinels) and joins

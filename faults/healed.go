@@ -56,7 +56,7 @@ func VerifyHealed(ctx context.Context, env *Env) error {
 func ping(ctx context.Context, n cluster.Node) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	rdb := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DialTimeout: pingTimeout, ReadTimeout: pingTimeout})
+	rdb := redis.NewClient(cluster.ExactlyOnce(n.Addr(), pingTimeout))
 	defer rdb.Close()
 	return rdb.Ping(ctx).Err()
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/locklab/locklab/cluster"
 )
@@ -175,15 +174,9 @@ func (c *serverClock) Heal(ctx context.Context, env *Env) error {
 // serverClient is a one-connection client for the fault's own commands, sent to the
 // server's own address (never through a faulty link), each exactly once.
 func serverClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:                     addr,
-		Protocol:                 2,
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		MaxRetries:               -1,
-		PoolSize:                 1,
-		ContextTimeoutEnabled:    true,
-	})
+	opts := cluster.ExactlyOnce(addr, pingTimeout)
+	opts.PoolSize = 1
+	return redis.NewClient(opts)
 }
 
 // clockOffset measures how far the server's wall clock is ahead of ours with TIME,

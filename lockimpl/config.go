@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/locklab/locklab/cluster"
 )
 
 // DefaultTimeout is the per-command network timeout when Config.Timeout is 0.
@@ -63,23 +64,9 @@ func (c Config) primaryClient() (*redis.Client, error) {
 }
 
 // newClient is a go-redis client that sends each command exactly once, so that an
-// outcome is never misreported. Why no retries: a retried SET NX whose first attempt
-// succeeded but whose reply was lost answers "not acquired" to the lock's own holder.
-// Dial failures are not retried either (nothing was sent, but the timeout stays bounded).
-// No HELLO, CLIENT SETINFO or maintenance handshake: only the lock's commands reach Redis.
+// outcome is never misreported (see cluster.ExactlyOnce).
 func newClient(addr string, timeout time.Duration) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:                     addr,
-		Protocol:                 2,
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		MaxRetries:               -1,
-		DialerRetries:            1,
-		DialTimeout:              timeout,
-		ReadTimeout:              timeout,
-		WriteTimeout:             timeout,
-		ContextTimeoutEnabled:    true, // a caller's deadline also bounds the command
-	})
+	return redis.NewClient(cluster.ExactlyOnce(addr, timeout))
 }
 
 // failoverPoolSize is the failover client's pool size. A lock client runs one command

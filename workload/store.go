@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/cluster"
 )
 
 // Fencing is the protected store's rule for fencing tokens.
@@ -64,10 +66,9 @@ type Store struct {
 // NewStore connects to the store server at addr. Retries are off: a retried write could
 // apply twice while the history shows it once.
 func NewStore(addr string, mode Fencing, timeout time.Duration) *Store {
-	return &Store{mode: mode, rdb: redis.NewClient(&redis.Options{
-		Addr: addr, MaxRetries: -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
-		PoolSize: 4, ContextTimeoutEnabled: true,
-	})}
+	opts := cluster.ExactlyOnce(addr, timeout)
+	opts.PoolSize = 4
+	return &Store{mode: mode, rdb: redis.NewClient(opts)}
 }
 
 func storeKey(key string) string { return "locklab:store:" + key }
