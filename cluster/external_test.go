@@ -19,7 +19,7 @@ func externalCluster(t *testing.T) (*cluster.Cluster, cluster.Node, cluster.Node
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.Start(ctxT(t), b, cluster.Topology{Kind: cluster.Single, Nodes: 1}, cluster.Options{})
+	c, err := cluster.Start(clustertest.Context(t), b, cluster.Topology{Kind: cluster.Single, Nodes: 1}, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestExternalClusterUsesTheGivenServers(t *testing.T) {
 
 func TestExternalServerRefusesProcessControl(t *testing.T) {
 	c, _, _ := externalCluster(t)
-	n, ctx := c.Lock[0], ctxT(t)
+	n, ctx := c.Lock[0], clustertest.Context(t)
 	for what, op := range map[string]func() error{
 		"pause":   func() error { return n.Pause(ctx) },
 		"resume":  func() error { return n.Resume(ctx) },
@@ -62,7 +62,7 @@ func TestExternalCloseLeavesServersRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []cluster.Node{lock, store} {
-		if err := ping(t, n.Addr(), opTimeout); err != nil {
+		if err := ping(t, n.Addr(), clustertest.Wait); err != nil {
 			t.Fatalf("%s after the external cluster closed: %v", n.Name(), err)
 		}
 	}
@@ -84,7 +84,7 @@ func TestExternalBackendRefusesWhatItCannotDo(t *testing.T) {
 		{cluster.NodeConfig{Name: "lock-1"}, `no server for node "lock-1"`},
 		{cluster.NodeConfig{Name: "sentinel-0"}, `no server for node "sentinel-0"`},
 	} {
-		if _, err := b.StartNode(ctxT(t), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := b.StartNode(clustertest.Context(t), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("StartNode(%+v) = %v, want an error with %q", c.cfg, err, c.want)
 		}
 	}
@@ -100,14 +100,14 @@ func TestExternalBackendChecksAddresses(t *testing.T) {
 	// Nothing listens on a port that was just free: the backend says the server does not answer.
 	free := clustertest.Node(t, cluster.NodeConfig{Name: "gone"})
 	addr := free.Addr()
-	if err := free.Stop(ctxT(t)); err != nil {
+	if err := free.Stop(clustertest.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := cluster.NewExternalBackend(cluster.ExternalOptions{Lock: []string{addr}, Store: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.StartNode(ctxT(t), cluster.NodeConfig{Name: "lock-0"}); err == nil || !strings.Contains(err.Error(), "does not answer") {
+	if _, err := b.StartNode(clustertest.Context(t), cluster.NodeConfig{Name: "lock-0"}); err == nil || !strings.Contains(err.Error(), "does not answer") {
 		t.Fatalf("StartNode on %s with nothing there: %v, want an error saying it does not answer", addr, err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 func serverOffset(t *testing.T, addr string) time.Duration {
 	t.Helper()
 	c := client(t, addr)
-	ctx := ctxT(t)
+	ctx := clustertest.Context(t)
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatalf("PING %s: %v", addr, err)
 	}
@@ -61,7 +61,7 @@ func faketimeNode(t *testing.T) (cluster.ClockNode, *cluster.Cluster) {
 func TestFaketimeJumpExpiresKeysEarly(t *testing.T) {
 	n, _ := faketimeNode(t)
 	near(t, "clock offset at start", serverOffset(t, n.Addr()), 0, 250*time.Millisecond)
-	rc, ctx := client(t, n.Addr()), ctxT(t)
+	rc, ctx := client(t, n.Addr()), clustertest.Context(t)
 	if err := rc.Set(ctx, "short", "v", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestFaketimeSurvivesRestart(t *testing.T) {
 	if err := n.SetClock(30*time.Second, 1); err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t)
+	ctx := clustertest.Context(t)
 	if err := n.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestFaketimeMissingBuildNamesTheScript(t *testing.T) {
 	t.Setenv(cluster.EnvCache, t.TempDir())
 	t.Setenv(cluster.EnvFaketimeServer, "")
 	b := clustertest.Backend(t)
-	_, err := b.StartNode(ctxT(t), cluster.NodeConfig{Name: "lock-0", Faketime: true})
+	_, err := b.StartNode(clustertest.Context(t), cluster.NodeConfig{Name: "lock-0", Faketime: true})
 	if err == nil || !strings.Contains(err.Error(), "scripts/build-redis-libc.sh") {
 		t.Fatalf("StartNode under libfaketime without a build: %v, want an error naming scripts/build-redis-libc.sh", err)
 	}
@@ -159,7 +159,7 @@ func TestFaketimeMissingBuildNamesTheScript(t *testing.T) {
 func TestFaketimeRefusesJemalloc(t *testing.T) {
 	t.Setenv(cluster.EnvFaketimeServer, "redis-server") // Debian's, built with jemalloc
 	b := clustertest.Backend(t)
-	_, err := b.StartNode(ctxT(t), cluster.NodeConfig{Name: "lock-0", Faketime: true})
+	_, err := b.StartNode(clustertest.Context(t), cluster.NodeConfig{Name: "lock-0", Faketime: true})
 	if err == nil || !strings.Contains(err.Error(), "jemalloc") {
 		t.Fatalf("StartNode of a jemalloc build under libfaketime: %v, want an error about jemalloc", err)
 	}

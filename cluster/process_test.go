@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,15 +15,6 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 )
 
-// opTimeout bounds single operations in these tests; generous so a slow machine passes.
-const opTimeout = 20 * time.Second
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestStartAndStop(t *testing.T) {
 	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Single, Nodes: 1})
 	if len(c.Lock) != 1 || c.Store == nil || len(c.Nodes()) != 2 {
@@ -37,24 +27,24 @@ func TestStartAndStop(t *testing.T) {
 		if !strings.HasPrefix(n.Addr(), "127.0.0.1:") {
 			t.Errorf("%s listens on %s, want loopback", n.Name(), n.Addr())
 		}
-		if err := ping(t, n.Addr(), opTimeout); err != nil {
+		if err := ping(t, n.Addr(), clustertest.Wait); err != nil {
 			t.Fatalf("PING %s: %v", n.Name(), err)
 		}
 	}
 	lockPid := pid(t, c.Lock[0])
-	if err := c.Lock[0].Stop(ctxT(t)); err != nil {
+	if err := c.Lock[0].Stop(clustertest.Context(t)); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	if redisAlive(lockPid) {
 		t.Fatalf("pid %d alive after Stop", lockPid)
 	}
-	if err := c.Lock[0].Stop(ctxT(t)); err != nil {
+	if err := c.Lock[0].Stop(clustertest.Context(t)); err != nil {
 		t.Fatalf("second Stop: %v", err)
 	}
-	if err := c.Lock[0].Restart(ctxT(t)); err == nil {
+	if err := c.Lock[0].Restart(clustertest.Context(t)); err == nil {
 		t.Fatal("Restart after Stop succeeded, want an error")
 	}
-	if err := ping(t, c.Store.Addr(), opTimeout); err != nil {
+	if err := ping(t, c.Store.Addr(), clustertest.Wait); err != nil {
 		t.Fatalf("store must survive the lock server's stop: %v", err)
 	}
 }
@@ -75,16 +65,16 @@ func TestNodesTopology(t *testing.T) {
 
 func TestPauseResume(t *testing.T) {
 	n := clustertest.Node(t, cluster.NodeConfig{Name: "p"})
-	if err := n.Pause(ctxT(t)); err != nil {
+	if err := n.Pause(clustertest.Context(t)); err != nil {
 		t.Fatalf("Pause: %v", err)
 	}
 	if err := ping(t, n.Addr(), 200*time.Millisecond); err == nil {
 		t.Fatal("a paused server answered PING")
 	}
-	if err := n.Resume(ctxT(t)); err != nil {
+	if err := n.Resume(clustertest.Context(t)); err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	if err := ping(t, n.Addr(), opTimeout); err != nil {
+	if err := ping(t, n.Addr(), clustertest.Wait); err != nil {
 		t.Fatalf("PING after Resume: %v", err)
 	}
 }
@@ -92,10 +82,10 @@ func TestPauseResume(t *testing.T) {
 func TestStopPausedServer(t *testing.T) {
 	n := clustertest.Node(t, cluster.NodeConfig{})
 	p := pid(t, n)
-	if err := n.Pause(ctxT(t)); err != nil {
+	if err := n.Pause(clustertest.Context(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Stop(ctxT(t)); err != nil {
+	if err := n.Stop(clustertest.Context(t)); err != nil {
 		t.Fatalf("Stop of a paused server: %v", err)
 	}
 	if redisAlive(p) {
@@ -113,7 +103,7 @@ func TestKillRestart(t *testing.T) {
 	} {
 		t.Run(string(tc.persistence), func(t *testing.T) {
 			n := clustertest.Node(t, cluster.NodeConfig{Name: "k", Persistence: tc.persistence})
-			ctx := ctxT(t)
+			ctx := clustertest.Context(t)
 			if err := client(t, n.Addr()).Set(ctx, "k", "v", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +142,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t)
+	ctx := clustertest.Context(t)
 	c, err := cluster.Start(ctx, b, cluster.Topology{Kind: cluster.Nodes, Nodes: 2}, cluster.Options{})
 	if err != nil {
 		b.Close()
@@ -221,7 +211,7 @@ func TestMissingBinary(t *testing.T) {
 
 func TestBadArgsShowLog(t *testing.T) {
 	b := clustertest.Backend(t)
-	_, err := b.StartNode(ctxT(t), cluster.NodeConfig{ExtraArgs: []string{"--no-such-option", "1"}})
+	_, err := b.StartNode(clustertest.Context(t), cluster.NodeConfig{ExtraArgs: []string{"--no-such-option", "1"}})
 	if err == nil || !strings.Contains(err.Error(), "no-such-option") {
 		t.Fatalf("error = %v; want the server's complaint in it", err)
 	}
@@ -230,7 +220,7 @@ func TestBadArgsShowLog(t *testing.T) {
 func TestPortClashRetries(t *testing.T) {
 	// Two backends starting many servers at once race for free ports; all must come up.
 	b := clustertest.Backend(t)
-	ctx := ctxT(t)
+	ctx := clustertest.Context(t)
 	errs := make(chan error, 8)
 	for range cap(errs) {
 		go func() {

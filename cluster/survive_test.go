@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/clustertest"
 )
 
 // The child mode: the test binary re-executed with childEnv set starts one server, prints
@@ -90,7 +91,7 @@ func startChild(t *testing.T) *child {
 	var line string
 	select {
 	case line = <-lines:
-	case <-time.After(opTimeout):
+	case <-time.After(clustertest.Wait):
 		t.Fatal("child printed no pid")
 	}
 	c.pid, err = strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(line), "pid "))
@@ -113,7 +114,7 @@ func (c *child) wait(t *testing.T) {
 	t.Helper()
 	select {
 	case <-c.exited:
-	case <-time.After(opTimeout):
+	case <-time.After(clustertest.Wait):
 		t.Fatal("child did not exit")
 	}
 }
@@ -167,7 +168,7 @@ func setSubreaper(t *testing.T) {
 // the dying child's own waiter may win the race and reap it first; then it simply vanishes.
 func reapOrphan(t *testing.T, pid int) (status syscall.WaitStatus, ours bool) {
 	t.Helper()
-	deadline := time.Now().Add(opTimeout)
+	deadline := time.Now().Add(clustertest.Wait)
 	for {
 		got, err := syscall.Wait4(pid, &status, syscall.WNOHANG, nil)
 		switch {
@@ -180,7 +181,7 @@ func reapOrphan(t *testing.T, pid int) (status syscall.WaitStatus, ours bool) {
 			return 0, false
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("server pid %d not reaped within %s (alive: %v)", pid, opTimeout, redisAlive(pid))
+			t.Fatalf("server pid %d not reaped within %s (alive: %v)", pid, clustertest.Wait, redisAlive(pid))
 		}
 		time.Sleep(5 * time.Millisecond) // not yet dead, or dead but not yet reparented to us
 	}

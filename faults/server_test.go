@@ -20,14 +20,6 @@ import (
 // Each server fault is injected on real servers and must do what it says; after Heal the
 // server must be back: its process running and not stopped, its clock the real one.
 
-const testTimeout = 20 * time.Second
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // serverEnv is a single-node cluster with opts and an env with one client over it.
 func serverEnv(t *testing.T, opts cluster.Options) *Env {
 	t.Helper()
@@ -45,7 +37,7 @@ func injected(t *testing.T, env *Env, s Spec) Fault {
 	if err := f.Available(env); err != nil {
 		t.Fatalf("Available(%s): %v", s, err)
 	}
-	if err := f.Inject(testCtx(t), env); err != nil {
+	if err := f.Inject(clustertest.Context(t), env); err != nil {
 		t.Fatalf("Inject(%s): %v", s, err)
 	}
 	t.Cleanup(func() { _ = f.Heal(context.Background(), env) })
@@ -56,7 +48,7 @@ func injected(t *testing.T, env *Env, s Spec) Fault {
 func heal(t *testing.T, env *Env, f Fault) {
 	t.Helper()
 	for i := range 2 {
-		if err := f.Heal(testCtx(t), env); err != nil {
+		if err := f.Heal(clustertest.Context(t), env); err != nil {
 			t.Fatalf("Heal #%d: %v", i+1, err)
 		}
 	}
@@ -91,7 +83,7 @@ func assertBack(t *testing.T, n cluster.Node) {
 	if s := procState(pn.Pid()); s == 0 || s == 'T' || s == 'Z' {
 		t.Fatalf("redis %s (pid %d) in state %q after heal, want running", n.Name(), pn.Pid(), s)
 	}
-	if err := rc(t, n.Addr(), 5*time.Second).Ping(testCtx(t)).Err(); err != nil {
+	if err := rc(t, n.Addr(), 5*time.Second).Ping(clustertest.Context(t)).Err(); err != nil {
 		t.Fatalf("redis %s after heal: %v", n.Name(), err)
 	}
 }
@@ -113,7 +105,7 @@ func TestServerPause(t *testing.T) {
 	if s := procState(n.(*cluster.ProcessNode).Pid()); s != 'T' {
 		t.Fatalf("paused server in state %q, want T (stopped)", s)
 	}
-	if err := rc(t, n.Addr(), 300*time.Millisecond).Ping(testCtx(t)).Err(); err == nil {
+	if err := rc(t, n.Addr(), 300*time.Millisecond).Ping(clustertest.Context(t)).Err(); err == nil {
 		t.Fatal("a paused server answered PING")
 	}
 	heal(t, env, f)
@@ -140,7 +132,7 @@ func TestServerCrashKeepsWhatPersistenceWrote(t *testing.T) {
 			t.Parallel()
 			env := serverEnv(t, cluster.Options{Persistence: c.persistence})
 			n := env.Cluster.Lock[0]
-			ctx := testCtx(t)
+			ctx := clustertest.Context(t)
 			if err := rc(t, n.Addr(), 5*time.Second).Set(ctx, "k", "v", time.Hour).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +164,7 @@ func TestServerCrashRestartsAtHeal(t *testing.T) {
 	env := serverEnv(t, cluster.Options{})
 	n := env.Cluster.Lock[0]
 	f := injected(t, env, Spec{Kind: "server-crash", Target: "lock-0", Duration: time.Minute})
-	if err := rc(t, n.Addr(), 300*time.Millisecond).Ping(testCtx(t)).Err(); err == nil {
+	if err := rc(t, n.Addr(), 300*time.Millisecond).Ping(clustertest.Context(t)).Err(); err == nil {
 		t.Fatal("a crashed server answered PING before its restart")
 	}
 	heal(t, env, f)
@@ -184,7 +176,7 @@ func TestServerCrashRestartsAtHeal(t *testing.T) {
 func TestServerClockFaketimeJumpExpiresKeyEarly(t *testing.T) {
 	env := serverEnv(t, cluster.Options{ServerClock: cluster.ClockFaketime})
 	n := env.Cluster.Lock[0]
-	ctx := testCtx(t)
+	ctx := clustertest.Context(t)
 	c := rc(t, n.Addr(), 5*time.Second)
 	// Far longer than any delay of a slow machine: only the jump can expire it.
 	if err := c.Set(ctx, "lock", "v", time.Minute).Err(); err != nil {
@@ -217,7 +209,7 @@ func TestServerClockFaketimeJumpExpiresKeyEarly(t *testing.T) {
 func TestServerClockFaketimeJumpBackKeepsKey(t *testing.T) {
 	env := serverEnv(t, cluster.Options{ServerClock: cluster.ClockFaketime})
 	n := env.Cluster.Lock[0]
-	ctx := testCtx(t)
+	ctx := clustertest.Context(t)
 	c := rc(t, n.Addr(), 5*time.Second)
 	if err := c.Set(ctx, "lock", "v", 200*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
@@ -241,13 +233,13 @@ func TestServerClockFaketimeRate(t *testing.T) {
 	start := time.Now()
 	f := injected(t, env, Spec{Kind: "server-clock", Target: "lock-0", Duration: time.Minute, Rate: 3})
 	time.Sleep(300 * time.Millisecond)
-	offset, _, err := clockOffset(testCtx(t), n.Addr())
+	offset, _, err := clockOffset(clustertest.Context(t), n.Addr())
 	gained := 2 * time.Since(start)
 	if err != nil || (offset-gained).Abs() > 250*time.Millisecond {
 		t.Fatalf("TIME offset at rate 3 = %s, %v; want about %s", offset, err, gained)
 	}
 	heal(t, env, f)
-	if offset, _, err = clockOffset(testCtx(t), n.Addr()); err != nil || offset.Abs() > 250*time.Millisecond {
+	if offset, _, err = clockOffset(clustertest.Context(t), n.Addr()); err != nil || offset.Abs() > 250*time.Millisecond {
 		t.Fatalf("TIME offset after heal = %s, %v; want +0", offset, err)
 	}
 }
@@ -268,7 +260,7 @@ func TestServerClockFaketimeNeedsFaketimeServers(t *testing.T) {
 func TestServerClockEmulatedShavesTTLs(t *testing.T) {
 	env := serverEnv(t, cluster.Options{})
 	n := env.Cluster.Lock[0]
-	ctx := testCtx(t)
+	ctx := clustertest.Context(t)
 	c := rc(t, n.Addr(), 5*time.Second)
 	for key, ttl := range map[string]time.Duration{"long": time.Hour, "short": time.Minute, "forever": 0} {
 		if err := c.Set(ctx, key, "v", ttl).Err(); err != nil {
@@ -305,7 +297,7 @@ func TestServerFaultsOnExternalServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.Start(testCtx(t), b, cluster.Topology{Kind: cluster.Single, Nodes: 1}, cluster.Options{})
+	c, err := cluster.Start(clustertest.Context(t), b, cluster.Topology{Kind: cluster.Single, Nodes: 1}, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +317,7 @@ func TestServerFaultsOnExternalServers(t *testing.T) {
 		if err := f.Available(env); err == nil || !strings.Contains(err.Error(), "refused") {
 			t.Errorf("%s without opt-in: %v, want it refused", name, err)
 		}
-		if err := f.Inject(testCtx(t), env); err == nil {
+		if err := f.Inject(clustertest.Context(t), env); err == nil {
 			t.Errorf("%s without opt-in: Inject succeeded", name)
 		}
 	}
@@ -336,7 +328,7 @@ func TestServerFaultsOnExternalServers(t *testing.T) {
 			t.Errorf("%s with opt-in: %v, want ErrExternal", name, err)
 		}
 	}
-	ctx := testCtx(t)
+	ctx := clustertest.Context(t)
 	if err := rc(t, lock.Addr(), 5*time.Second).Set(ctx, "k", "v", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +401,7 @@ func TestScheduleHealsServerFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(testTimeout)
+	deadline := time.Now().Add(clustertest.Wait)
 	for len(env.Rec.History().Faults) < 3 {
 		if time.Now().After(deadline) {
 			t.Fatal("the faults were not injected")
@@ -422,7 +414,7 @@ func TestScheduleHealsServerFaults(t *testing.T) {
 	for _, n := range c.Lock {
 		assertBack(t, n)
 	}
-	if offset, _, err := clockOffset(testCtx(t), c.Lock[2].Addr()); err != nil || offset.Abs() > 250*time.Millisecond {
+	if offset, _, err := clockOffset(clustertest.Context(t), c.Lock[2].Addr()); err != nil || offset.Abs() > 250*time.Millisecond {
 		t.Fatalf("TIME offset after Stop = %s, %v; want +0", offset, err)
 	}
 	for _, w := range env.Rec.History().Faults {

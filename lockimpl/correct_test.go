@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -25,7 +26,7 @@ func TestAcquireRelease(t *testing.T) {
 	forEachCorrect(t, func(t *testing.T, name string) {
 		addr, rc := server(t)
 		a, b := locker(t, name, addr, nil), locker(t, name, addr, nil)
-		ctx := ctxT(t)
+		ctx := clustertest.Context(t)
 		const ttl = time.Minute
 		lease, err := a.Acquire(ctx, "k", ttl)
 		if err != nil {
@@ -67,7 +68,7 @@ func TestStaleLeaseCannotHarmNewHolder(t *testing.T) {
 	forEachCorrect(t, func(t *testing.T, name string) {
 		addr, rc := server(t)
 		a, b := locker(t, name, addr, nil), locker(t, name, addr, nil)
-		ctx := ctxT(t)
+		ctx := clustertest.Context(t)
 		stale, err := a.Acquire(ctx, "k", 20*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +97,7 @@ func TestExtend(t *testing.T) {
 	forEachCorrect(t, func(t *testing.T, name string) {
 		addr, rc := server(t)
 		l := locker(t, name, addr, nil)
-		ctx := ctxT(t)
+		ctx := clustertest.Context(t)
 		lease, err := l.Acquire(ctx, "k", time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -127,7 +128,7 @@ func TestLeaseExpires(t *testing.T) {
 	forEachCorrect(t, func(t *testing.T, name string) {
 		addr, rc := server(t)
 		a, b := locker(t, name, addr, nil), locker(t, name, addr, nil)
-		ctx := ctxT(t)
+		ctx := clustertest.Context(t)
 		const ttl = 100 * time.Millisecond
 		if _, err := a.Acquire(ctx, "k", ttl); err != nil {
 			t.Fatal(err)
@@ -148,7 +149,7 @@ func TestFences(t *testing.T) {
 	forEachCorrect(t, func(t *testing.T, name string) {
 		addr, _ := server(t)
 		lockers := []lockimpl.Locker{locker(t, name, addr, nil), locker(t, name, addr, nil)}
-		ctx := ctxT(t)
+		ctx := clustertest.Context(t)
 		var last int64
 		for i := range 6 {
 			lease, err := lockers[i%2].Acquire(ctx, "k", time.Minute)
@@ -186,7 +187,7 @@ func TestDeadlineCountsFromBeforeTheCommand(t *testing.T) {
 		}
 		defer l.Close()
 		const ttl = time.Second
-		lease, err := l.Acquire(ctxT(t), "k", ttl)
+		lease, err := l.Acquire(clustertest.Context(t), "k", ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +195,7 @@ func TestDeadlineCountsFromBeforeTheCommand(t *testing.T) {
 		if !lease.Deadline.Equal(start.Add(ttl)) || lease.Validity != ttl-10*time.Millisecond {
 			t.Fatalf("deadline %v, validity %s; want %v and %s", lease.Deadline, lease.Validity, start.Add(ttl), ttl-10*time.Millisecond)
 		}
-		ext, err := l.Extend(ctxT(t), lease, ttl)
+		ext, err := l.Extend(clustertest.Context(t), lease, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +214,7 @@ func TestCrashAfterGrant(t *testing.T) {
 			}
 			return nil
 		})
-		ctx := ctxT(t)
+		ctx := clustertest.Context(t)
 		_, err := l.Acquire(ctx, "k", time.Minute)
 		if !errors.Is(err, lockimpl.ErrCrashed) || lockimpl.Classify(err) != histories.Unknown {
 			t.Fatalf("Acquire: %v (%s); want the injected crash, unknown", err, lockimpl.Classify(err))
@@ -229,7 +230,7 @@ func TestBadArguments(t *testing.T) {
 	forEachCorrect(t, func(t *testing.T, name string) {
 		addr, _ := server(t)
 		l := locker(t, name, addr, nil)
-		ctx := ctxT(t)
+		ctx := clustertest.Context(t)
 		if _, err := l.Acquire(ctx, "", time.Second); err == nil {
 			t.Error("Acquire with an empty key succeeded")
 		}

@@ -13,15 +13,6 @@ import (
 	"github.com/locklab/locklab/lockimpl"
 )
 
-// wait bounds every wait in these tests; generous, so that a slow machine still passes.
-const wait = 20 * time.Second
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // server starts a Redis server for the test and returns its address and a raw client to
 // inspect what the locks did.
 func server(t *testing.T) (string, *redis.Client) {
@@ -50,10 +41,10 @@ func locker(t *testing.T, name, addr string, step lockimpl.StepFunc) lockimpl.Lo
 // waitGone waits (bounded) until key has expired.
 func waitGone(t *testing.T, c *redis.Client, key string) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(clustertest.Wait)
 	for c.Exists(context.Background(), key).Val() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("key %q did not expire within %s", key, wait)
+			t.Fatalf("key %q did not expire within %s", key, clustertest.Wait)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

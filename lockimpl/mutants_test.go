@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -16,7 +17,7 @@ import (
 
 func TestCheckThenSetBothAcquire(t *testing.T) {
 	addr, rc := server(t)
-	ctx := ctxT(t)
+	ctx := clustertest.Context(t)
 	// Each client waits after its GET until both have passed GET: the interleaving that
 	// breaks a non-atomic check.
 	var passedGet sync.WaitGroup
@@ -59,7 +60,7 @@ func TestCheckThenSetBothAcquire(t *testing.T) {
 
 func TestNoExpiryCrashLeavesEternalLock(t *testing.T) {
 	addr, rc := server(t)
-	ctx := ctxT(t)
+	ctx := clustertest.Context(t)
 	l := locker(t, "no-expiry", addr, func(_ context.Context, step string) error {
 		if step == lockimpl.StepAfterSetNX {
 			return fmt.Errorf("at %s: %w", step, lockimpl.ErrCrashed)
@@ -93,7 +94,7 @@ func TestNoExpiryCrashLeavesEternalLock(t *testing.T) {
 
 func TestUnsafeReleaseDeletesOthersLock(t *testing.T) {
 	addr, rc := server(t)
-	ctx := ctxT(t)
+	ctx := clustertest.Context(t)
 	a, b := locker(t, "unsafe-release", addr, nil), locker(t, "unsafe-release", addr, nil)
 	stale, err := a.Acquire(ctx, "k", 20*time.Millisecond)
 	if err != nil {

@@ -40,7 +40,7 @@ func TestSingleInstanceLocksRunOnReplicated(t *testing.T) {
 		if impl, _ := lockimpl.Builtin().Get(name); !impl.RunsOn(cluster.Replicated) {
 			t.Fatalf("%s does not run on %s", name, cluster.Replicated)
 		}
-		ctx := ctxT(t)
+		ctx := clustertest.Context(t)
 		a, b := replicatedLocker(t, c, name, 0, time.Second), replicatedLocker(t, c, name, 1, time.Second)
 		key := "k-" + name
 		lease, err := a.Acquire(ctx, key, time.Minute)
@@ -63,7 +63,7 @@ func TestSingleInstanceLocksRunOnReplicated(t *testing.T) {
 
 func TestLockFollowsTheNewPrimary(t *testing.T) {
 	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Replicated, Nodes: 3})
-	ctx := ctxT(t)
+	ctx := clustertest.Context(t)
 	a := replicatedLocker(t, c, "fenced", 0, time.Second)
 	lease, err := a.Acquire(ctx, "k", time.Minute)
 	if err != nil {
@@ -107,7 +107,7 @@ func TestLockFollowsTheNewPrimary(t *testing.T) {
 
 func TestFailoverClientDialsThroughTheClientsLinks(t *testing.T) {
 	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Replicated, Nodes: 2})
-	ctx := ctxT(t)
+	ctx := clustertest.Context(t)
 	a := replicatedLocker(t, c, "setnx", 0, 300*time.Millisecond)
 	b := replicatedLocker(t, c, "setnx", 1, 300*time.Millisecond)
 	// Client 0's link to the primary swallows everything; client 1's is clean.

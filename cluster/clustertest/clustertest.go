@@ -87,3 +87,13 @@ func logOnFailure(t testing.TB, nodes ...cluster.Node) {
 		}
 	})
 }
+
+// Wait bounds every wait in tests: generous, so that a slow machine still passes.
+const Wait = 20 * time.Second
+
+// Context is a context that ends after Wait, or when the test ends.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), Wait)
+	t.Cleanup(cancel)
+	return ctx
+}
