@@ -130,7 +130,9 @@ func storyWindow(h histories.History) (from, to int64) {
 	}
 	from = 0
 	for _, op := range h.Ops {
-		if op.Kind == histories.Acquire && op.Outcome == histories.OK && op.Return <= first {
+		// A grant in flight when the first fault struck counts: a trigger at the grant
+		// starts the fault before the grant returns.
+		if op.Kind == histories.Acquire && op.Outcome == histories.OK && op.Call <= first {
 			from = max(from, op.Call)
 		}
 	}
@@ -149,7 +151,7 @@ func describe(op histories.Op) string {
 			if op.Output.Fence > 0 {
 				fence = fmt.Sprintf(" with fence %d", op.Output.Fence)
 			}
-			return fmt.Sprintf("%s acquired %s%s: lease %s, runs out by the server's clock at about %.3f s",
+			return fmt.Sprintf("%s acquired %s%s: lease %s, until about %.3f s if the server's clock keeps time",
 				who, op.Key, fence, op.Input.TTL, float64(op.Call+int64(op.Input.TTL))/1e9)
 		case histories.Unknown:
 			return fmt.Sprintf("%s asked for %s and does not know whether it got it (%s)", who, op.Key, op.Output.Error)

@@ -34,7 +34,7 @@ func TestNarrateTellsTheProtagonistsAndSummarisesTheRest(t *testing.T) {
 	Narrate(&b, h)
 	story := b.String()
 	for _, want := range []string{
-		"client 0 acquired k0 with fence 1: lease 500ms, runs out by the server's clock at about 0.501 s",
+		"client 0 acquired k0 with fence 1: lease 500ms, until about 0.501 s if the server's clock keeps time",
 		"client-pause on client:0 begins (1.5s at before-write)",
 		"client 1 acquired k0 with fence 2",
 		"more steps of other clients",
