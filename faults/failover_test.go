@@ -171,6 +171,10 @@ func TestFailoverAtPointLosesWhatWasNotReplicated(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// Replication is asynchronous: "before" is only on the replicas once they caught up.
+			if err := c.AwaitCaughtUp(ctx, old); err != nil {
+				t.Fatal(err)
+			}
 			f := newFailover(t, env, Spec{Kind: "failover", Mode: mode, Duration: time.Minute, Target: "any", Point: lockimpl.StepGranted})
 			if err := f.Inject(ctx, env); err != nil {
 				t.Fatal(err)
