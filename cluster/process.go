@@ -108,17 +108,33 @@ func (b *ProcessBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, e
 	if err != nil {
 		return nil, fmt.Errorf("make directory for %s: %w", cfg.Name, err)
 	}
+	n, err := b.startOnFreePort(ctx, func(port int) (*ProcessNode, error) {
+		n := newProcessNode(b, cfg.Name, dir, port, persist, cfg.ExtraArgs)
+		if cfg.Faketime {
+			faketime.apply(n)
+		}
+		return n, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// startOnFreePort builds a node for a free port and starts it, again on another port
+// when some other process took the port first (a few times at most). Each node is
+// registered before it starts, so that a concurrent Close stops it too.
+func (b *ProcessBackend) startOnFreePort(ctx context.Context, build func(port int) (*ProcessNode, error)) (*ProcessNode, error) {
 	var errs []error
 	for range portAttempts {
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		n := newProcessNode(b, cfg.Name, dir, port, persist, cfg.ExtraArgs)
-		if cfg.Faketime {
-			faketime.apply(n)
+		n, err := build(port)
+		if err != nil {
+			return nil, err
 		}
-		// Registered before it starts, so that a concurrent Close stops it too.
 		if err := b.register(n); err != nil {
 			return nil, err
 		}

@@ -115,31 +115,19 @@ func (b *ProcessBackend) StartSentinel(ctx context.Context, cfg SentinelConfig) 
 		return nil, fmt.Errorf("make directory for %s: %w", cfg.Name, err)
 	}
 	conf := filepath.Join(dir, "sentinel.conf")
-	var errs []error
-	for range portAttempts {
+	n, err := b.startOnFreePort(ctx, func(port int) (*ProcessNode, error) {
 		// A fresh file for each attempt: a Sentinel that started rewrote it.
 		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			return nil, fmt.Errorf("write config of %s: %w", cfg.Name, err)
 		}
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
 		n := newProcessNode(b, cfg.Name, dir, port, nil, nil)
 		n.args = append([]string{conf, "--sentinel"}, n.args...)
-		if err := b.register(n); err != nil {
-			return nil, err
-		}
-		err = n.start(ctx)
-		if err == nil {
-			return n, nil
-		}
-		errs = append(errs, err)
-		if !errors.Is(err, errPortInUse) {
-			break
-		}
+		return n, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start sentinel %s: %w", cfg.Name, err)
 	}
-	return nil, fmt.Errorf("start sentinel %s: %w", cfg.Name, errors.Join(errs...))
+	return n, nil
 }
 
 // startSentinels starts the topology's Sentinels, monitoring primary, and waits until they
