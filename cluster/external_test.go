@@ -9,25 +9,8 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 )
 
-// externalCluster starts two real servers the way a user would have them running, and
-// a cluster over them on the external backend.
-func externalCluster(t *testing.T) (*cluster.Cluster, cluster.Node, cluster.Node) {
-	t.Helper()
-	lock := clustertest.Node(t, cluster.NodeConfig{Name: "theirs-lock"})
-	store := clustertest.Node(t, cluster.NodeConfig{Name: "theirs-store"})
-	b, err := cluster.NewExternalBackend(cluster.ExternalOptions{Lock: []string{lock.Addr()}, Store: store.Addr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.Start(clustertest.Context(t), b, cluster.Topology{Kind: cluster.Single, Nodes: 1}, cluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, lock, store
-}
-
 func TestExternalClusterUsesTheGivenServers(t *testing.T) {
-	c, lock, store := externalCluster(t)
+	c, lock, store := clustertest.External(t)
 	if got := c.LockAddrs(); len(got) != 1 || got[0] != lock.Addr() || c.Store.Addr() != store.Addr() {
 		t.Fatalf("lock %v store %s; want [%s] and %s", got, c.Store.Addr(), lock.Addr(), store.Addr())
 	}
@@ -40,7 +23,7 @@ func TestExternalClusterUsesTheGivenServers(t *testing.T) {
 }
 
 func TestExternalServerRefusesProcessControl(t *testing.T) {
-	c, _, _ := externalCluster(t)
+	c, _, _ := clustertest.External(t)
 	n, ctx := c.Lock[0], clustertest.Context(t)
 	for what, op := range map[string]func() error{
 		"pause":   func() error { return n.Pause(ctx) },
@@ -57,7 +40,7 @@ func TestExternalServerRefusesProcessControl(t *testing.T) {
 
 // Closing a cluster on the external backend leaves the servers as they were.
 func TestExternalCloseLeavesServersRunning(t *testing.T) {
-	c, lock, store := externalCluster(t)
+	c, lock, store := clustertest.External(t)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}

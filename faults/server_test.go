@@ -291,17 +291,7 @@ func TestServerClockEmulatedShavesTTLs(t *testing.T) {
 // destructive faults are allowed; allowed, those that need the process are still not
 // possible, and the emulated clock works.
 func TestServerFaultsOnExternalServers(t *testing.T) {
-	lock := clustertest.Node(t, cluster.NodeConfig{Name: "theirs-lock"})
-	store := clustertest.Node(t, cluster.NodeConfig{Name: "theirs-store"})
-	b, err := cluster.NewExternalBackend(cluster.ExternalOptions{Lock: []string{lock.Addr()}, Store: store.Addr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.Start(clustertest.Context(t), b, cluster.Topology{Kind: cluster.Single, Nodes: 1}, cluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c, lock, _ := clustertest.External(t)
 	env := NewEnv(c, histories.NewRecorder(histories.Meta{Fencing: "off"}), 1)
 	specs := map[string]Spec{
 		"pause":    {Kind: "server-pause", Target: "lock-0", Duration: time.Second},

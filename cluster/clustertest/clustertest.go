@@ -97,3 +97,22 @@ func Context(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// External starts two real servers, the way a user would have them running, and a
+// single-topology cluster over them on the external backend: locklab starts nothing of
+// its own there. It returns the cluster and the two servers.
+func External(t testing.TB) (c *cluster.Cluster, lock, store cluster.Node) {
+	t.Helper()
+	lock = Node(t, cluster.NodeConfig{Name: "theirs-lock"})
+	store = Node(t, cluster.NodeConfig{Name: "theirs-store"})
+	b, err := cluster.NewExternalBackend(cluster.ExternalOptions{Lock: []string{lock.Addr()}, Store: store.Addr()})
+	if err != nil {
+		t.Fatalf("clustertest: %v", err)
+	}
+	c, err = cluster.Start(Context(t), b, cluster.Topology{Kind: cluster.Single, Nodes: 1}, cluster.Options{})
+	if err != nil {
+		t.Fatalf("clustertest: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, lock, store
+}
