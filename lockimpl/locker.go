@@ -66,3 +66,16 @@ func Classify(err error) histories.Outcome {
 // the next command is never sent. Classify maps it to unknown, as a crashed client
 // cannot know what happened.
 var ErrCrashed = errors.New("client crashed (injected)")
+
+// ErrUnsupported is what Extend returns, without sending anything, when an
+// implementation has no way to extend a lease (its library renews by itself or not at
+// all). Callers skip the operation: it is not recorded.
+var ErrUnsupported = errors.New("operation not supported by this lock")
+
+// Renewer is a Locker that keeps its leases alive by itself in the background (a
+// watchdog, as Redisson does). Current reports the lease as the implementation knows it
+// now: renewed (a later Deadline), or lost (false) when a renewal was refused.
+// A careful client asks it, not the lease it got from Acquire, before it touches the store.
+type Renewer interface {
+	Current(lease Lease) (Lease, bool)
+}

@@ -34,10 +34,28 @@ type Registry struct {
 func NewRegistry() *Registry { return &Registry{index: map[string]int{}} }
 
 // Builtin is a fresh registry of the implementations in this package: the correct
-// single-instance locks, then the mutants.
+// single-instance locks, the mutants, then the multi-node, renewing, third-party and
+// subprocess locks.
 func Builtin() *Registry {
 	r := NewRegistry()
-	for _, i := range []Impl{
+	var all []Impl
+	all = append(all, singleImpls()...)
+	all = append(all, mutantImpls()...)
+	all = append(all, redlockImpls()...)
+	all = append(all, watchdogImpls()...)
+	all = append(all, thirdPartyImpls()...)
+	all = append(all, subprocessImpls()...)
+	for _, i := range all {
+		if err := r.Register(i); err != nil {
+			panic(err) // a programming error in the lists
+		}
+	}
+	return r
+}
+
+// singleImpls are the correct single-instance locks.
+func singleImpls() []Impl {
+	return []Impl{
 		{
 			Name:        "setnx",
 			Description: "single instance: SET NX PX with a random token; release and extend check the token (Lua)",
@@ -53,6 +71,12 @@ func Builtin() *Registry {
 			Steps:       []string{StepGranted},
 			New:         newFenced,
 		},
+	}
+}
+
+// mutantImpls are the deliberately broken locks, one per bug class of DESIGN.md.
+func mutantImpls() []Impl {
+	return []Impl{
 		{
 			Name:        "check-then-set",
 			Description: "mutant: GET, then SET PX in a second command; two clients can both see the lock free",
@@ -80,12 +104,7 @@ func Builtin() *Registry {
 			Steps:       []string{StepGranted},
 			New:         newUnsafeRelease,
 		},
-	} {
-		if err := r.Register(i); err != nil {
-			panic(err) // a programming error in the list above
-		}
 	}
-	return r
 }
 
 // Register adds i; its name must be new and it must have a constructor.

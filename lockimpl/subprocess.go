@@ -1,0 +1,4 @@
+package lockimpl
+
+// subprocessImpls lists this file's implementations (being written).
+func subprocessImpls() []Impl { return nil }
