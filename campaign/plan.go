@@ -38,6 +38,7 @@ type Plan struct {
 	Timeout     Duration    `json:"timeout"`            // per network operation
 	Fencing     string      `json:"fencing"`            // off, writes, full
 	Careless    bool        `json:"careless,omitempty"` // no validity check before touching the store
+	Extend      float64     `json:"extend,omitempty"`   // probability that a critical section extends its lease once, halfway through its work
 	Seed        int64       `json:"seed"`
 	Faults      []FaultSpec `json:"faults,omitempty"`
 }
@@ -200,6 +201,8 @@ func (p Plan) Validate(reg *lockimpl.Registry) error {
 		return bad("duration", "want more than 0 and at most %s, got %s", MaxRunTime, p.Duration.D())
 	case p.Timeout.D() <= 0:
 		return bad("timeout", "must be positive, got %s", p.Timeout.D())
+	case p.Extend < 0 || p.Extend > 1:
+		return bad("extend", "want a probability from 0 to 1, got %g", p.Extend)
 	}
 	topo, err := cluster.ParseTopology(p.Topology)
 	if err != nil {

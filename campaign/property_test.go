@@ -44,6 +44,7 @@ func planGen(impl string, fencings ...string) *rapid.Generator[Plan] {
 		p.Think = D(p.Retry.D() + time.Duration(rapid.IntRange(0, 10).Draw(t, "think_extra_ms"))*time.Millisecond)
 		p.Duration = D(time.Duration(rapid.IntRange(300, 800).Draw(t, "duration_ms")) * time.Millisecond)
 		p.Careless = rapid.Bool().Draw(t, "careless")
+		p.Extend = rapid.SampledFrom([]float64{0, 0.5, 1}).Draw(t, "extend")
 		p.Seed = rapid.Int64().Draw(t, "seed")
 		return p
 	})

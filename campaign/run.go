@@ -161,6 +161,7 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 	werr := workload.Run(runCtx, stop, workload.Config{
 		Clients: p.Clients, Keys: p.Keys, TTL: p.TTL.D(), Work: p.Work.D(), Think: p.Think.D(),
 		Retry: p.Retry.D(), Fencing: workload.Fencing(p.Fencing), Careless: p.Careless,
+		Extend:  p.Extend,
 		Timeout: p.Timeout.D(), Seed: p.Seed, Namespace: namespace(), StoreAddr: func(client int) string { return eps[client].Store }, Rec: rec,
 		Hook: gates.Reach, Clock: env.ClientClock,
 		NewLocker: func(client int) (lockimpl.Locker, error) {

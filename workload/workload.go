@@ -40,9 +40,12 @@ type Config struct {
 	Think    time.Duration // time between a release and the next acquire
 	Retry    time.Duration // mean delay after a refused acquire (jittered)
 	Fencing  Fencing
-	Careless bool          // skip the validity check before touching the store
-	Timeout  time.Duration // per store operation
-	Seed     int64
+	Careless bool // skip the validity check before touching the store
+	// Extend is the probability (0–1) that a critical section extends its lease once,
+	// halfway through its work, so that the implementations' renewal paths are exercised.
+	Extend  float64
+	Timeout time.Duration // per store operation
+	Seed    int64
 	// Namespace prefixes every key the clients touch on the servers, so that runs sharing
 	// servers (external ones) never see each other's locks or values. Histories keep the
 	// plain key names.
@@ -65,6 +68,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("ttl must be positive, got %s", c.TTL)
 	case c.Work < 0 || c.Think < 0 || c.Retry < 0:
 		return fmt.Errorf("work, think and retry must not be negative")
+	case c.Extend < 0 || c.Extend > 1:
+		return fmt.Errorf("extend must be a probability between 0 and 1, got %g", c.Extend)
 	case c.Timeout <= 0:
 		return fmt.Errorf("timeout must be positive, got %s", c.Timeout)
 	case c.NewLocker == nil || c.Rec == nil || c.StoreAddr == nil:
@@ -137,6 +142,8 @@ type client struct {
 	clock  lockimpl.Clock
 	rec    *histories.Stream
 	rng    *rand.Rand
+	// noExtend is set once the implementation answered ErrUnsupported: it cannot extend.
+	noExtend bool
 }
 
 func stopped(ctx context.Context, stop <-chan struct{}) bool {
@@ -221,8 +228,55 @@ func (c *client) plain(lease lockimpl.Lease) string {
 }
 
 // valid is the careful client's check of its lease right before it touches the store.
+// A lock that renews by itself (lockimpl.Renewer) is asked for the lease as it is now.
 func (c *client) valid(lease lockimpl.Lease) bool {
-	return c.cfg.Careless || lease.Remaining(c.clock.Now()) > 0
+	if c.cfg.Careless {
+		return true
+	}
+	if r, ok := c.locker.(lockimpl.Renewer); ok {
+		var held bool
+		if lease, held = r.Current(lease); !held {
+			return false
+		}
+	}
+	return lease.Remaining(c.clock.Now()) > 0
+}
+
+// extendResult is what a critical section does after trying to extend its lease.
+type extendResult int
+
+const (
+	extended     extendResult = iota // go on with the (possibly renewed) lease
+	extendLost                       // refused: the lease is gone; skip the write, release
+	extendUnsure                     // outcome unknown: abandon the section without a release
+)
+
+// extend renews the lease for another TTL. An unknown outcome leaves the client unable to
+// tell whether it still holds the lock; its lock operations continue under a fresh
+// process (see histories.Stream.Record), which holds nothing, so it abandons the lease
+// to expire rather than send a release the history could not attribute.
+func (c *client) extend(ctx context.Context, lease *lockimpl.Lease) extendResult {
+	key := c.plain(*lease)
+	call := c.rec.Now()
+	renewed, err := c.locker.Extend(ctx, *lease, c.cfg.TTL)
+	if errors.Is(err, lockimpl.ErrUnsupported) {
+		c.noExtend = true // nothing was sent: nothing to record
+		return extended
+	}
+	outcome := lockimpl.Classify(err)
+	out := histories.Output{Token: renewed.Token, Fence: renewed.Fence, Validity: renewed.Validity}
+	if err != nil {
+		out = histories.Output{Error: err.Error()}
+	}
+	c.rec.Record(histories.Extend, key, histories.Input{TTL: c.cfg.TTL, Token: lease.Token}, out, outcome, call)
+	switch outcome {
+	case histories.OK:
+		*lease = renewed
+		return extended
+	case histories.Fail:
+		return extendLost
+	}
+	return extendUnsure
 }
 
 // fence is what the client presents to the store: its lease's fence when the store checks fences.
@@ -265,7 +319,21 @@ func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed boo
 	if c.rec.Record(histories.Read, key, histories.Input{Fence: fence}, out, storeOutcome(err), call).Outcome != histories.OK {
 		return c.release(ctx, lease)
 	}
-	c.sleep(ctx, c.cfg.Work)
+	if c.cfg.Extend > 0 && !c.noExtend && c.rng.Float64() < c.cfg.Extend {
+		c.sleep(ctx, c.cfg.Work/2)
+		if ctx.Err() != nil {
+			return false
+		}
+		switch c.extend(ctx, &lease) {
+		case extendLost:
+			return c.release(ctx, lease)
+		case extendUnsure:
+			return false
+		}
+		c.sleep(ctx, c.cfg.Work-c.cfg.Work/2)
+	} else {
+		c.sleep(ctx, c.cfg.Work)
+	}
 	if !c.valid(lease) {
 		return c.release(ctx, lease)
 	}

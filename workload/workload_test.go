@@ -1,0 +1,128 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+// extendLocker wraps a real lock and answers Extend by a rule, to drive each of the
+// workload's extend paths.
+type extendLocker struct {
+	lockimpl.Locker
+	answer  func(lockimpl.Lease, time.Duration) (lockimpl.Lease, error) // nil: the real Extend
+	extends *atomic.Int64
+}
+
+func (l extendLocker) Extend(ctx context.Context, lease lockimpl.Lease, ttl time.Duration) (lockimpl.Lease, error) {
+	l.extends.Add(1)
+	if l.answer != nil {
+		return l.answer(lease, ttl)
+	}
+	return l.Locker.Extend(ctx, lease, ttl)
+}
+
+// runExtending runs two clients that extend every critical section, against real servers.
+func runExtending(t *testing.T, answer func(lockimpl.Lease, time.Duration) (lockimpl.Lease, error)) (histories.History, int64) {
+	t.Helper()
+	lock := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
+	store := clustertest.Node(t, cluster.NodeConfig{Name: "store"})
+	impl, err := lockimpl.Builtin().Get("setnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var extends atomic.Int64
+	rec := histories.NewRecorder(histories.Meta{})
+	stop := make(chan struct{})
+	time.AfterFunc(300*time.Millisecond, func() { close(stop) })
+	err = Run(clustertest.Context(t), stop, Config{
+		Clients: 2, Keys: 1, TTL: time.Second, Work: 10 * time.Millisecond, Think: 5 * time.Millisecond,
+		Retry: 2 * time.Millisecond, Fencing: FencingOff, Extend: 1, Timeout: time.Second, Seed: 7,
+		StoreAddr: func(int) string { return store.Addr() }, Rec: rec,
+		NewLocker: func(int) (lockimpl.Locker, error) {
+			l, err := impl.New(lockimpl.Config{Addrs: []string{lock.Addr()}})
+			return extendLocker{Locker: l, answer: answer, extends: &extends}, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.History(), extends.Load()
+}
+
+func count(h histories.History, kind histories.Kind, outcome histories.Outcome) int {
+	n := 0
+	for _, op := range h.Ops {
+		if op.Kind == kind && op.Outcome == outcome {
+			n++
+		}
+	}
+	return n
+}
+
+func TestEveryCriticalSectionExtendsItsLease(t *testing.T) {
+	h, calls := runExtending(t, nil)
+	acquired, extended := count(h, histories.Acquire, histories.OK), count(h, histories.Extend, histories.OK)
+	if acquired == 0 || extended != int(calls) {
+		t.Fatalf("%d acquires ok, %d extends ok of %d calls; want every call recorded ok", acquired, extended, calls)
+	}
+	// Each section extends before it writes: one extend per write.
+	if writes := count(h, histories.Write, histories.OK); extended < writes || extended > writes+2 {
+		t.Fatalf("%d extends for %d writes; want one per section", extended, writes)
+	}
+	for _, op := range h.Ops {
+		if op.Kind == histories.Extend && (op.Input.TTL != time.Second || op.Input.Token == "" || op.Output.Validity <= 0) {
+			t.Fatalf("extend recorded as %+v; want the ttl, the lease's token and the new validity", op)
+		}
+	}
+}
+
+func TestRefusedExtendSkipsTheWrite(t *testing.T) {
+	h, calls := runExtending(t, func(l lockimpl.Lease, _ time.Duration) (lockimpl.Lease, error) {
+		return lockimpl.Lease{}, fmt.Errorf("test: %w", lockimpl.ErrNotHeld)
+	})
+	if calls == 0 || count(h, histories.Extend, histories.Fail) != int(calls) {
+		t.Fatalf("%d extend calls, history %d fail; want all recorded as fail", calls, count(h, histories.Extend, histories.Fail))
+	}
+	if w := count(h, histories.Write, histories.OK); w != 0 {
+		t.Fatalf("%d writes after refused extends; want none", w)
+	}
+	// The client still releases (the real lock is still its own here: release ok).
+	if r := count(h, histories.Release, histories.OK); r != int(calls) {
+		t.Fatalf("%d releases for %d refused extends", r, calls)
+	}
+}
+
+func TestUnknownExtendAbandonsTheLease(t *testing.T) {
+	h, calls := runExtending(t, func(l lockimpl.Lease, _ time.Duration) (lockimpl.Lease, error) {
+		return lockimpl.Lease{}, fmt.Errorf("test: i/o timeout")
+	})
+	if calls == 0 || count(h, histories.Extend, histories.Unknown) != int(calls) {
+		t.Fatalf("%d extend calls; want all recorded as unknown", calls)
+	}
+	if n := count(h, histories.Write, histories.OK) + count(h, histories.Release, histories.OK); n != 0 {
+		t.Fatalf("%d writes or releases after unknown extends; want the lease abandoned", n)
+	}
+}
+
+func TestUnsupportedExtendIsNotRecordedAndNotRetried(t *testing.T) {
+	h, calls := runExtending(t, func(l lockimpl.Lease, _ time.Duration) (lockimpl.Lease, error) {
+		return lockimpl.Lease{}, fmt.Errorf("test: %w", lockimpl.ErrUnsupported)
+	})
+	if calls != 2 { // once per client, then never again
+		t.Fatalf("%d extend calls; want one per client", calls)
+	}
+	if n := count(h, histories.Extend, histories.OK) + count(h, histories.Extend, histories.Fail) + count(h, histories.Extend, histories.Unknown); n != 0 {
+		t.Fatalf("%d extends recorded; want none", n)
+	}
+	if count(h, histories.Write, histories.OK) == 0 {
+		t.Fatal("no writes: the sections should go on without extending")
+	}
+}
