@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/locklab
 OUT     ?= out
 
-.PHONY: all apt-deps deps build demo test vet fuzz bench tla clean
+.PHONY: all apt-deps deps node-deps build demo test vet fuzz bench tla matrix clean
 
 all: build
 
@@ -12,8 +12,13 @@ all: build
 apt-deps:
 	@./scripts/install-deps.sh
 
-deps: apt-deps
+deps: apt-deps node-deps
 	@./scripts/build-redis-libc.sh >/dev/null
+
+# The Node.js example client of the subprocess protocol (ioredis, pinned in its lock file).
+node-deps: clients/node/node_modules/.package-lock.json
+clients/node/node_modules/.package-lock.json: clients/node/package.json clients/node/package-lock.json
+	npm ci --prefix clients/node --no-audit --no-fund
 
 build:
 	$(GO) build -o $(BIN) ./cmd/locklab
@@ -39,9 +44,54 @@ fuzz:
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./histories ./linearizability ./workload
 
+# A short property-based fault campaign for CI (docs/nightly.md): for each bug class a
+# random search (no scenario hints) that stops at its first detection, confirms and
+# shrinks it; then a fault-mixed search on fenced with fencing full, where the models say
+# no violation may show. Fails when a class is not found or a safe configuration shows a
+# violation. Summaries (summary.md, junit.xml) in $(OUT)/campaign.
+.PHONY: campaign nightly
+CAMPAIGN_SEED        ?= 1
+CAMPAIGN_PARALLEL    ?= 2
+CAMPAIGN_SHRINK_TIME ?= 10s
+CAMPAIGN_CLASSES     ?= check-then-set unsafe-release no-expiry ttl-too-short pause-past-ttl slow-write \
+                        slow-grant clock-jump server-pause restart-amnesia failover-loss unfenced-read
+campaign: deps build
+	@rm -rf $(OUT)/campaign/class-* $(OUT)/campaign/fenced-full; failed=""; \
+	for c in $(CAMPAIGN_CLASSES); do \
+	  echo "== class $$c"; \
+	  $(BIN) campaign --class $$c --seed $(CAMPAIGN_SEED) --max-runs 60 --duration 3m --parallel $(CAMPAIGN_PARALLEL) \
+	    --shrink-time $(CAMPAIGN_SHRINK_TIME) --out $(OUT)/campaign/class-$$c || failed="$$failed $$c"; \
+	done; \
+	echo "== fenced, fencing full, every fault kind"; \
+	$(BIN) campaign --impl fenced --fencing full --seed $(CAMPAIGN_SEED) --duration 1m --parallel $(CAMPAIGN_PARALLEL) \
+	  --shrink-time 1m --out $(OUT)/campaign/fenced-full || failed="$$failed fenced-full"; \
+	$(BIN) campaign merge --out $(OUT)/campaign $(OUT)/campaign/class-* $(OUT)/campaign/fenced-full >/dev/null || true; \
+	if [ -n "$$failed" ]; then echo "campaign FAILED:$$failed (see $(OUT)/campaign/*/summary.md)"; exit 1; fi; \
+	echo "campaign passed: every class found, no safe-configuration violation ($(OUT)/campaign/summary.md)"
+
+# A long campaign over every implementation and fault kind (NIGHTLY_FLAGS narrows it, e.g.
+# --impl fenced; --shard i/n splits it across runners). The seed is new each night unless
+# NIGHTLY_SEED is set; it is printed, and the same seed draws the same plans.
+NIGHTLY_DURATION ?= 1h
+NIGHTLY_PARALLEL ?= 2
+NIGHTLY_SEED     ?=
+NIGHTLY_FLAGS    ?=
+nightly: deps build
+	$(BIN) campaign --duration $(NIGHTLY_DURATION) --parallel $(NIGHTLY_PARALLEL) \
+	  $(if $(NIGHTLY_SEED),--seed $(NIGHTLY_SEED)) $(NIGHTLY_FLAGS) --out $(OUT)/campaign/nightly
+
 # TLC on every spec config; skips with a message when TLA2TOOLS_JAR is unset (tla/README.md).
 tla:
 	@./tla/check.sh
+
+# The verdict matrix: every implementation × catalog scenario × fencing off/full, R runs per
+# cell (make matrix R=10 for a firmer count; MATRIX_FLAGS="--parallel 4" to go faster), into
+# $(OUT)/matrix; the table in README.md between its matrix markers is replaced. Exit status 2
+# means a run failed to run (its cell says err) or the matrix was interrupted.
+R            ?= 1
+MATRIX_FLAGS ?=
+matrix: deps build
+	$(BIN) matrix --repeat $(R) --out $(OUT)/matrix --readme README.md $(MATRIX_FLAGS)
 
 clean:
 	rm -rf bin $(OUT)

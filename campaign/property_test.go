@@ -10,7 +10,9 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -50,30 +52,37 @@ func planGen(impl string, fencings ...string) *rapid.Generator[Plan] {
 	})
 }
 
-// TestCorrectLocksAreSafe: with no faults and critical sections well inside the TTL, the
-// correct implementations keep P1, P2, P3 and L1 for every generated plan (no false alarms).
+// TestCorrectLocksAreSafe: with no faults and critical sections well inside the TTL, every
+// correct implementation in the registry (ours, the libraries', the subprocess client)
+// keeps P1, P2, P3 and L1 for every generated plan (no false alarms). Multi-node locks
+// run on three nodes; fencing modes beyond off only for locks that grant fences.
 func TestCorrectLocksAreSafe(t *testing.T) {
 	reg := lockimpl.Builtin()
-	for _, c := range []struct {
-		impl     string
-		fencings []string
-	}{
-		{"setnx", []string{"off"}},
-		{"fenced", []string{"off", "writes", "full"}},
-	} {
-		t.Run(c.impl, func(t *testing.T) {
+	for _, impl := range reg.List() {
+		if impl.Mutant {
+			continue
+		}
+		fencings := []string{"off"}
+		if impl.Fencing {
+			fencings = append(fencings, "writes", "full")
+		}
+		t.Run(impl.Name, func(t *testing.T) {
 			backend := clustertest.Backend(t)
-			var runs, ops atomic.Int64
+			var runs, ops, extends atomic.Int64
 			rapid.Check(t, func(rt *rapid.T) {
-				p := planGen(c.impl, c.fencings...).Draw(rt, "plan")
+				p := planGen(impl.Name, fencings...).Draw(rt, "plan")
+				if impl.Topology == cluster.Nodes {
+					p.Topology = "nodes:3"
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
-				rep, err := Run(ctx, p, Options{Registry: reg, Backend: backend})
+				rep, h, err := runHistory(ctx, p, Options{Registry: reg, Backend: backend})
 				if err != nil {
 					rt.Fatalf("run: %v", err)
 				}
 				runs.Add(1)
 				ops.Add(int64(rep.Ops))
+				extends.Add(int64(countKind(h, histories.Extend)))
 				for _, pr := range rep.Result.Properties {
 					if pr.Verdict == lin.Illegal || pr.Verdict == lin.Unknown {
 						rt.Fatalf("%s %s with plan %s:\n%s", pr.Property, pr.Verdict, p.MarshalIndent(), rep.Result)
@@ -83,7 +92,33 @@ func TestCorrectLocksAreSafe(t *testing.T) {
 					rt.Fatalf("no lock operations were recorded")
 				}
 			})
-			t.Logf("%s: %d generated plans run, %d operations checked, no violation", c.impl, runs.Load(), ops.Load())
+			t.Logf("%s: %d generated plans run, %d operations checked (%d extends), no violation", impl.Name, runs.Load(), ops.Load(), extends.Load())
 		})
 	}
+}
+
+// runHistory runs p and also returns its history, read back from the run directory.
+func runHistory(ctx context.Context, p Plan, opts Options) (Report, histories.History, error) {
+	dir, err := os.MkdirTemp("", "locklab-property-")
+	if err != nil {
+		return Report{}, histories.History{}, err
+	}
+	defer os.RemoveAll(dir)
+	opts.Dir = dir
+	rep, err := Run(ctx, p, opts)
+	if err != nil {
+		return rep, histories.History{}, err
+	}
+	h, err := histories.Load(dir)
+	return rep, h, err
+}
+
+func countKind(h histories.History, kind histories.Kind) int {
+	n := 0
+	for _, op := range h.Ops {
+		if op.Kind == kind {
+			n++
+		}
+	}
+	return n
 }

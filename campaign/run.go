@@ -150,35 +150,56 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 			return histories.History{}, fmt.Errorf("endpoints of client %d: %w", i, err)
 		}
 	}
+	lockers := make([]lockimpl.Locker, p.Clients)
+	wcfg := workload.Config{
+		Clients: p.Clients, Keys: p.Keys, TTL: p.TTL.D(), Work: p.Work.D(), Think: p.Think.D(),
+		Retry: p.Retry.D(), Fencing: workload.Fencing(p.Fencing), Careless: p.Careless,
+		Extend:  p.Extend,
+		Timeout: p.Timeout.D(), Seed: p.Seed, Namespace: namespace(), StoreAddr: func(client int) string { return eps[client].Store }, Rec: rec,
+		Hook: gates.Reach, Clock: env.ClientClock,
+		NewLocker: func(client int) (lockimpl.Locker, error) { return lockers[client], nil }, // Run closes them
+	}
+	if err := wcfg.Validate(); err != nil {
+		return histories.History{}, fmt.Errorf("workload: %w", err)
+	}
+	// Lockers are built before the clock of the plan starts: a subprocess client takes a
+	// while to start, and that time must not come out of the run or shift its faults.
+	closeLockers := func() {
+		for _, l := range lockers {
+			if l != nil {
+				l.Close()
+			}
+		}
+	}
+	for i := range lockers {
+		ep, client := eps[i], i
+		l, err := impl.New(lockimpl.Config{
+			Addrs:     ep.Lock,
+			Sentinels: ep.Sentinels,
+			Master:    ep.Master,
+			Via:       ep.Via,
+			Clock:     env.ClientClock(client),
+			Timeout:   p.Timeout.D(),
+			Step: func(ctx context.Context, step string) error {
+				return gates.Reach(ctx, client, step)
+			},
+		})
+		if err != nil {
+			closeLockers()
+			return histories.History{}, fmt.Errorf("locker for client %d: %w", i, err)
+		}
+		lockers[i] = l
+	}
 	sched, err := faults.Start(runCtx, env, p.FaultSpecs())
 	if err != nil {
+		closeLockers()
 		return histories.History{}, err
 	}
 	stop := make(chan struct{})
 	timer := time.AfterFunc(p.Duration.D(), func() { close(stop) })
 	defer timer.Stop()
 
-	werr := workload.Run(runCtx, stop, workload.Config{
-		Clients: p.Clients, Keys: p.Keys, TTL: p.TTL.D(), Work: p.Work.D(), Think: p.Think.D(),
-		Retry: p.Retry.D(), Fencing: workload.Fencing(p.Fencing), Careless: p.Careless,
-		Extend:  p.Extend,
-		Timeout: p.Timeout.D(), Seed: p.Seed, Namespace: namespace(), StoreAddr: func(client int) string { return eps[client].Store }, Rec: rec,
-		Hook: gates.Reach, Clock: env.ClientClock,
-		NewLocker: func(client int) (lockimpl.Locker, error) {
-			ep := eps[client]
-			return impl.New(lockimpl.Config{
-				Addrs:     ep.Lock,
-				Sentinels: ep.Sentinels,
-				Master:    ep.Master,
-				Via:       ep.Via,
-				Clock:     env.ClientClock(client),
-				Timeout:   p.Timeout.D(),
-				Step: func(ctx context.Context, step string) error {
-					return gates.Reach(ctx, client, step)
-				},
-			})
-		},
-	})
+	werr := workload.Run(runCtx, stop, wcfg)
 	herr := sched.Stop()
 	if herr == nil {
 		herr = faults.VerifyHealed(context.Background(), env)

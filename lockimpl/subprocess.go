@@ -1,4 +1,889 @@
 package lockimpl
 
-// subprocessImpls lists this file's implementations (being written).
-func subprocessImpls() []Impl { return nil }
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// SubprocessProtocol is the version a subprocess client names in its hello line
+// (docs/subprocess-protocol.md). A client speaking another version is refused.
+const SubprocessProtocol = "locklab-lock/1"
+
+// The environment a subprocess client is started with (docs/subprocess-protocol.md).
+const (
+	EnvAddrs     = "LOCKLAB_ADDRS"      // lock servers, host:port[,host:port...]
+	EnvTimeoutMS = "LOCKLAB_TIMEOUT_MS" // per-command network timeout, milliseconds
+	EnvSentinels = "LOCKLAB_SENTINELS"  // replicated topology: Sentinels, host:port[,...]; else unset
+	EnvMaster    = "LOCKLAB_MASTER"     // replicated topology: the master name; else unset
+	EnvVia       = "LOCKLAB_VIA"        // replicated topology: from=to[,from=to...] address rewrites; else unset
+
+	// EnvNodeClient points at the Node.js client (clients/node/lock.js or its folder)
+	// when locklab runs from a place where it cannot find it by itself.
+	EnvNodeClient = "LOCKLAB_NODE_CLIENT"
+)
+
+const (
+	// helloMargin is how much longer than Config.Timeout a client may take to start and
+	// say hello: it may connect to its servers first (bounded by the timeout it was given).
+	helloMargin = 10 * time.Second
+	// requestMargin is how much longer than Config.Timeout locklab waits for an answer:
+	// the client's own command timeout plus its scheduling and JSON work.
+	requestMargin = time.Second
+	// closeGrace is how long Close lets a client exit by itself after its stdin closes.
+	closeGrace = time.Second
+	// reapWait bounds the wait for a SIGKILLed process to be reaped.
+	reapWait = 5 * time.Second
+	// maxLine bounds one line on the client's stdout.
+	maxLine = 1 << 20
+	// stderrKeep is how much of the client's stderr is kept; stderrShow how much of it
+	// an error quotes.
+	stderrKeep = 64 << 10
+	stderrShow = 2 << 10
+	// quoteMax bounds how much of a bad line an error quotes.
+	quoteMax = 300
+)
+
+// ClientProcess is a Locker that runs its client as a local process: faults reach it
+// through the process group. Pid and the group change when a broken client is replaced
+// (see docs/subprocess-protocol.md); Pid is 0 while none runs.
+type ClientProcess interface {
+	Pid() int
+	// Signal sends sig to the client's process group. SIGSTOP returns once the client
+	// is stopped, SIGKILL once it is reaped; the next request starts a new client.
+	Signal(sig syscall.Signal) error
+}
+
+// Subprocess is an implementation whose client is the program argv (argv[0] is looked up
+// in PATH), driven over the subprocess protocol (docs/subprocess-protocol.md). fencing
+// says whether it grants fences; the client's hello must agree. Each Locker runs its own
+// process, started by New.
+func Subprocess(name, description string, argv []string, fencing bool) Impl {
+	argv = append([]string(nil), argv...)
+	return subprocessImpl(name, description, fencing, func() ([]string, error) {
+		if len(argv) == 0 || argv[0] == "" {
+			return nil, errors.New("no client command")
+		}
+		return argv, nil
+	})
+}
+
+// subprocessImpl is Subprocess with a command found when a Locker is built.
+func subprocessImpl(name, description string, fencing bool, command func() ([]string, error)) Impl {
+	return Impl{
+		Name:        name,
+		Description: description,
+		Fencing:     fencing,
+		Topology:    "single",
+		Steps:       []string{StepGranted},
+		New: func(cfg Config) (Locker, error) {
+			argv, err := command()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			return newSubprocessLocker(name, argv, fencing, cfg)
+		},
+	}
+}
+
+// subprocessImpls lists this file's implementations.
+func subprocessImpls() []Impl {
+	return []Impl{
+		subprocessImpl("node-ioredis",
+			"textbook SET NX PX lock in Node.js with ioredis, driven over the subprocess protocol",
+			false, nodeClientCommand),
+	}
+}
+
+// subprocessLocker is one client process and the requests sent to it.
+type subprocessLocker struct {
+	name    string
+	argv    []string
+	env     []string
+	fencing bool
+	clock   Clock
+	step    StepFunc
+	timeout time.Duration
+
+	ops    sync.Mutex // one request at a time, held for the whole exchange
+	nextID int64      // under ops
+
+	mu     sync.Mutex
+	proc   *clientProc // nil once it broke, until the next request starts another
+	extend bool        // the client extends (its hello did not say "extend": false)
+	closed bool
+}
+
+var (
+	_ Locker        = (*subprocessLocker)(nil)
+	_ ClientProcess = (*subprocessLocker)(nil)
+)
+
+// newSubprocessLocker checks cfg and starts the first client, so that a client that
+// cannot start fails New with its reason.
+func newSubprocessLocker(name string, argv []string, fencing bool, cfg Config) (*subprocessLocker, error) {
+	cfg = cfg.withDefaults()
+	env, err := subprocessEnv(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	l := &subprocessLocker{
+		name: name, argv: argv, env: env, fencing: fencing,
+		clock: cfg.Clock, step: cfg.Step, timeout: cfg.Timeout,
+	}
+	p, h, err := l.start(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	l.proc, l.extend = p, h.extends()
+	return l, nil
+}
+
+// subprocessEnv is the client's environment: ours plus where its servers are.
+func subprocessEnv(cfg Config) ([]string, error) {
+	if len(cfg.Sentinels) == 0 {
+		if _, err := cfg.singleAddr(); err != nil {
+			return nil, err
+		}
+	} else if cfg.Master == "" {
+		return nil, errors.New("sentinels given without the master name they monitor")
+	}
+	ms := max(1, cfg.Timeout.Milliseconds())
+	// Ours replace any the caller's environment has, also the ones this topology leaves unset.
+	var env []string
+	for _, kv := range os.Environ() {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case EnvAddrs, EnvTimeoutMS, EnvSentinels, EnvMaster, EnvVia:
+		default:
+			env = append(env, kv)
+		}
+	}
+	env = append(env,
+		EnvAddrs+"="+strings.Join(cfg.Addrs, ","),
+		EnvTimeoutMS+"="+strconv.FormatInt(ms, 10))
+	if len(cfg.Sentinels) > 0 {
+		via := make([]string, 0, len(cfg.Via))
+		for from, to := range cfg.Via {
+			via = append(via, from+"="+to)
+		}
+		sort.Strings(via)
+		env = append(env,
+			EnvSentinels+"="+strings.Join(cfg.Sentinels, ","),
+			EnvMaster+"="+cfg.Master,
+			EnvVia+"="+strings.Join(via, ","))
+	}
+	return env, nil
+}
+
+// Acquire implements Locker. The deadline counts from just before the request was sent,
+// for the validity the client reports (never more than ttl).
+func (l *subprocessLocker) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	ttl, err := checkSubprocessArgs(key, ttl)
+	if err != nil {
+		return Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
+	}
+	ms := ttl.Milliseconds()
+	resp, start, err := l.call(ctx, subprocessRequest{Op: "acquire", Key: key, TTLMS: ms})
+	if err == nil {
+		err = resp.outcomeErr(ErrNotAcquired)
+	}
+	if err == nil {
+		err = l.doStep(ctx, StepGranted)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
+	}
+	fence := resp.Fence
+	if !l.fencing {
+		fence = 0
+	}
+	return l.lease(key, resp.Token, fence, start, ttl, resp.ValidityMS), nil
+}
+
+// Release implements Locker.
+func (l *subprocessLocker) Release(ctx context.Context, lease Lease) error {
+	if err := checkKey(lease.Key); err != nil {
+		return fmt.Errorf("%s: release: %w", l.name, err)
+	}
+	fence := lease.Fence
+	resp, _, err := l.call(ctx, subprocessRequest{Op: "release", Key: lease.Key, Token: lease.Token, Fence: &fence})
+	if err == nil {
+		err = resp.outcomeErr(ErrNotHeld)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: release %q: %w", l.name, lease.Key, err)
+	}
+	return nil
+}
+
+// Extend implements Locker: ErrUnsupported, without asking, for a client whose hello
+// said it cannot extend.
+func (l *subprocessLocker) Extend(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
+	ttl, err := checkSubprocessArgs(lease.Key, ttl)
+	if err != nil {
+		return Lease{}, fmt.Errorf("%s: extend: %w", l.name, err)
+	}
+	l.mu.Lock()
+	extends := l.extend
+	l.mu.Unlock()
+	if !extends {
+		return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, ErrUnsupported)
+	}
+	resp, start, err := l.call(ctx, subprocessRequest{Op: "extend", Key: lease.Key, Token: lease.Token, TTLMS: ttl.Milliseconds()})
+	if err == nil {
+		err = resp.outcomeErr(ErrNotHeld)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)
+	}
+	return l.lease(lease.Key, lease.Token, lease.Fence, start, ttl, resp.ValidityMS), nil
+}
+
+// lease is what a grant sent at start gives: the client's validity, capped at ttl.
+func (l *subprocessLocker) lease(key, token string, fence int64, start time.Time, ttl time.Duration, validityMS *float64) Lease {
+	v := ttl
+	if validityMS != nil {
+		v = min(ttl, time.Duration(math.Max(0, math.Floor(*validityMS)))*time.Millisecond)
+	}
+	deadline := start.Add(v)
+	return Lease{Key: key, Token: token, Fence: fence, Deadline: deadline, Validity: deadline.Sub(l.clock.Now())}
+}
+
+// doStep calls the Step hook; its error is the injected crash and ends the operation.
+func (l *subprocessLocker) doStep(ctx context.Context, step string) error {
+	if l.step == nil {
+		return nil
+	}
+	if err := l.step(ctx, step); err != nil {
+		return fmt.Errorf("stopped at step %s: %w", step, err)
+	}
+	return nil
+}
+
+// checkSubprocessArgs is checkArgs plus what JSON cannot carry.
+func checkSubprocessArgs(key string, ttl time.Duration) (time.Duration, error) {
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	return checkArgs(key, ttl)
+}
+
+// checkKey refuses keys JSON would silently change: invalid UTF-8 becomes U+FFFD, and
+// the client would lock another key.
+func checkKey(key string) error {
+	if !utf8.ValidString(key) {
+		return fmt.Errorf("key %q is not valid UTF-8, which the subprocess protocol cannot carry", key)
+	}
+	return nil
+}
+
+// Pid implements ClientProcess.
+func (l *subprocessLocker) Pid() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.proc == nil {
+		return 0
+	}
+	return l.proc.pid
+}
+
+// Signal implements ClientProcess.
+func (l *subprocessLocker) Signal(sig syscall.Signal) error {
+	l.mu.Lock()
+	p := l.proc
+	l.mu.Unlock()
+	if p == nil || p.hasExited() {
+		return fmt.Errorf("%s: signal %s: no client process running", l.name, sig)
+	}
+	if err := syscall.Kill(-p.pid, sig); err != nil {
+		return fmt.Errorf("%s: signal %s to client (pid %d): %w", l.name, sig, p.pid, err)
+	}
+	switch sig {
+	case syscall.SIGSTOP:
+		// Delivery is asynchronous: whatever follows must meet a frozen client.
+		deadline := time.Now().Add(reapWait)
+		for !frozen(p.pid) {
+			if p.hasExited() || time.Now().After(deadline) {
+				return fmt.Errorf("%s: client (pid %d) not stopped %s after SIGSTOP (state %q)", l.name, p.pid, reapWait, procState(p.pid))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	case syscall.SIGKILL:
+		if !p.awaitExit(reapWait) {
+			return fmt.Errorf("%s: client (pid %d) still alive %s after SIGKILL", l.name, p.pid, reapWait)
+		}
+	}
+	return nil
+}
+
+// frozen reports whether pid is stopped, or cannot run again before it stops: in an
+// uninterruptible sleep with SIGSTOP pending. A shell that vforked a child when the
+// group was stopped stays so, in 'D', until the stopped child execs.
+func frozen(pid int) bool {
+	switch procState(pid) {
+	case 'T':
+		return true
+	case 'D':
+		return stopPending(pid)
+	}
+	return false
+}
+
+// stopPending reports whether SIGSTOP is pending for pid (/proc/PID/status).
+func stopPending(pid int) bool {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		name, val, ok := strings.Cut(line, ":")
+		if !ok || (name != "SigPnd" && name != "ShdPnd") {
+			continue
+		}
+		mask, err := strconv.ParseUint(strings.TrimSpace(val), 16, 64)
+		if err == nil && mask&(1<<(syscall.SIGSTOP-1)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// procState is the state letter of pid in /proc/PID/stat ('T' stopped), 0 when unknown.
+func procState(pid int) byte {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(stat, ')') // the command name in parentheses may hold anything
+	if i < 0 || i+2 >= len(stat) {
+		return 0
+	}
+	return stat[i+2]
+}
+
+// Close implements Locker: the client gets EOF on stdin and a moment to exit, then its
+// process group is SIGKILLed and it is reaped. Idempotent; a request in flight ends
+// unknown.
+func (l *subprocessLocker) Close() error {
+	l.mu.Lock()
+	p := l.proc
+	l.proc, l.closed = nil, true
+	l.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.stdin.Close()
+	p.awaitExit(closeGrace)
+	if err := p.kill(); err != nil {
+		return fmt.Errorf("%s: close: %w", l.name, err)
+	}
+	return nil
+}
+
+// call sends one request and reads its answer. Anything but a well-formed answer to it
+// in time (the client died, said something else, said nothing, ctx ended) is an error:
+// the outcome is unknown, and the client, whose state is now unknowable, is killed; the
+// next request starts a new one. start is the clock just before the request was sent.
+func (l *subprocessLocker) call(ctx context.Context, req subprocessRequest) (resp subprocessResponse, start time.Time, err error) {
+	l.ops.Lock()
+	defer l.ops.Unlock()
+	p, err := l.current(ctx)
+	if err != nil {
+		return resp, start, err
+	}
+	if err := ctx.Err(); err != nil {
+		return resp, start, fmt.Errorf("not sent: %w", err) // the client stays: it was asked nothing
+	}
+	l.nextID++
+	req.ID = l.nextID
+	line, err := json.Marshal(req)
+	if err != nil {
+		return resp, start, fmt.Errorf("encode request: %w", err)
+	}
+	line = append(line, '\n')
+	wait := l.timeout + requestMargin
+	deadline := time.Now().Add(wait)
+	start = l.clock.Now()
+	if err := p.stdin.SetWriteDeadline(deadline); err != nil {
+		return resp, start, l.broke(p, fmt.Errorf("send request: %w", err))
+	}
+	if _, err := p.stdin.Write(line); err != nil {
+		return resp, start, l.broke(p, fmt.Errorf("send request: %w", err))
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case r, ok := <-p.lines:
+		switch {
+		case !ok:
+			return resp, start, l.broke(p, errors.New("client exited before answering"))
+		case r.err != nil:
+			return resp, start, l.broke(p, fmt.Errorf("read answer: %w", r.err))
+		}
+		if resp, err = parseResponse(r.line, req); err != nil {
+			return resp, start, l.broke(p, err)
+		}
+		return resp, start, nil
+	case <-timer.C:
+		return resp, start, l.broke(p, fmt.Errorf("no answer within %s", wait))
+	case <-ctx.Done():
+		return resp, start, l.broke(p, fmt.Errorf("gave up waiting for the answer: %w", ctx.Err()))
+	}
+}
+
+// current is the running client, a new one if the last broke or exited. Caller holds ops.
+func (l *subprocessLocker) current(ctx context.Context) (*clientProc, error) {
+	l.mu.Lock()
+	p, closed := l.proc, l.closed
+	l.mu.Unlock()
+	switch {
+	case closed:
+		return nil, errors.New("locker closed")
+	case p != nil && !p.hasExited():
+		return p, nil
+	case p != nil:
+		_ = p.kill() // reaped already; this also stops what it left in its group
+	}
+	// Started without mu, so that Close and Signal need not wait for a slow start.
+	p, h, err := l.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("restart client: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		_ = p.kill()
+		return nil, errors.New("locker closed")
+	}
+	l.proc, l.extend = p, h.extends()
+	return p, nil
+}
+
+// broke kills p, forgets it and says why, quoting the client's stderr.
+func (l *subprocessLocker) broke(p *clientProc, cause error) error {
+	killErr := p.kill()
+	l.mu.Lock()
+	if l.proc == p {
+		l.proc = nil
+	}
+	l.mu.Unlock()
+	return fmt.Errorf("client process broken, killed (the next request starts a new one): %w%s%s",
+		errors.Join(cause, killErr), p.exitNote(), p.stderr.quote())
+}
+
+// start runs the client and waits for its hello.
+func (l *subprocessLocker) start(ctx context.Context) (*clientProc, subprocessHello, error) {
+	p, err := spawnClient(l.argv, l.env)
+	if err != nil {
+		return nil, subprocessHello{}, err
+	}
+	h, err := l.awaitHello(ctx, p)
+	if err != nil {
+		killErr := p.kill()
+		return nil, subprocessHello{}, fmt.Errorf("client %q (pid %d): %w%s%s",
+			strings.Join(l.argv, " "), p.pid, errors.Join(err, killErr), p.exitNote(), p.stderr.quote())
+	}
+	return p, h, nil
+}
+
+// awaitHello reads and checks the client's first line.
+func (l *subprocessLocker) awaitHello(ctx context.Context, p *clientProc) (subprocessHello, error) {
+	wait := l.timeout + helloMargin
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var r lineResult
+	select {
+	case got, ok := <-p.lines:
+		if !ok {
+			return subprocessHello{}, errors.New("exited before its hello line")
+		}
+		r = got
+	case <-timer.C:
+		return subprocessHello{}, fmt.Errorf("no hello line within %s", wait)
+	case <-ctx.Done():
+		return subprocessHello{}, fmt.Errorf("waiting for the hello line: %w", ctx.Err())
+	}
+	if r.err != nil {
+		return subprocessHello{}, fmt.Errorf("read hello line: %w", r.err)
+	}
+	var h subprocessHello
+	if err := json.Unmarshal(r.line, &h); err != nil || h.Hello == nil {
+		return h, fmt.Errorf("malformed hello line %s: want %s", quoteLine(r.line),
+			`{"hello":"`+SubprocessProtocol+`","name":"...","fencing":false}`)
+	}
+	switch {
+	case *h.Hello != SubprocessProtocol:
+		return h, fmt.Errorf("hello line %s: client speaks %q, locklab speaks %q", quoteLine(r.line), *h.Hello, SubprocessProtocol)
+	case h.Fencing == nil:
+		return h, fmt.Errorf("hello line %s: no \"fencing\" field", quoteLine(r.line))
+	case *h.Fencing != l.fencing:
+		return h, fmt.Errorf("hello line %s: client says fencing %v, the implementation is registered with fencing %v",
+			quoteLine(r.line), *h.Fencing, l.fencing)
+	}
+	return h, nil
+}
+
+// subprocessHello is a client's first line.
+type subprocessHello struct {
+	Hello   *string `json:"hello"`
+	Name    string  `json:"name"`
+	Fencing *bool   `json:"fencing"`
+	Extend  *bool   `json:"extend"` // absent means true
+}
+
+func (h subprocessHello) extends() bool { return h.Extend == nil || *h.Extend }
+
+// subprocessRequest is one request line.
+type subprocessRequest struct {
+	ID    int64  `json:"id"`
+	Op    string `json:"op"`
+	Key   string `json:"key"`
+	TTLMS int64  `json:"ttl_ms,omitempty"`
+	Token string `json:"token,omitempty"`
+	Fence *int64 `json:"fence,omitempty"`
+}
+
+// subprocessResponse is one answer line.
+type subprocessResponse struct {
+	ID         *int64   `json:"id"`
+	Outcome    string   `json:"outcome"`
+	Token      string   `json:"token"`
+	Fence      int64    `json:"fence"`
+	ValidityMS *float64 `json:"validity_ms"`
+	Error      string   `json:"error"`
+}
+
+// Outcomes of a response.
+const (
+	outcomeOK      = "ok"
+	outcomeFail    = "fail"
+	outcomeUnknown = "unknown"
+)
+
+// parseResponse decodes and checks the answer to req; any violation is an error that
+// names the line.
+func parseResponse(line []byte, req subprocessRequest) (subprocessResponse, error) {
+	var r subprocessResponse
+	if err := json.Unmarshal(line, &r); err != nil {
+		return r, fmt.Errorf("malformed answer line %s: %v", quoteLine(line), err)
+	}
+	switch {
+	case r.ID == nil:
+		return r, fmt.Errorf("answer line %s has no id (want %d)", quoteLine(line), req.ID)
+	case *r.ID != req.ID:
+		return r, fmt.Errorf("answer line %s has id %d, want %d", quoteLine(line), *r.ID, req.ID)
+	case r.Outcome != outcomeOK && r.Outcome != outcomeFail && r.Outcome != outcomeUnknown:
+		return r, fmt.Errorf("answer line %s: outcome %q is none of ok, fail, unknown", quoteLine(line), r.Outcome)
+	case r.Outcome == outcomeOK && req.Op == "acquire" && r.Token == "":
+		return r, fmt.Errorf("answer line %s: an acquire ok without a token", quoteLine(line))
+	case r.Outcome == outcomeOK && req.Op == "acquire" && r.Fence < 0:
+		return r, fmt.Errorf("answer line %s: negative fence", quoteLine(line))
+	}
+	return r, nil
+}
+
+// outcomeErr is the response as a Locker error: nil for ok, refusal (ErrNotAcquired or
+// ErrNotHeld) for fail, an unknown error for unknown.
+func (r subprocessResponse) outcomeErr(refusal error) error {
+	switch r.Outcome {
+	case outcomeOK:
+		return nil
+	case outcomeFail:
+		if r.Error != "" {
+			return fmt.Errorf("%w (client: %s)", refusal, r.Error)
+		}
+		return refusal
+	}
+	msg := r.Error
+	if msg == "" {
+		msg = "no reason given"
+	}
+	return fmt.Errorf("client reports outcome unknown: %s", msg)
+}
+
+// quoteLine quotes a line for an error, shortened.
+func quoteLine(line []byte) string {
+	if len(line) > quoteMax {
+		return strconv.Quote(string(line[:quoteMax])) + fmt.Sprintf("... (%d bytes)", len(line))
+	}
+	return strconv.Quote(string(line))
+}
+
+// clientProc is one running client.
+type clientProc struct {
+	pid    int
+	stdin  *os.File
+	lines  chan lineResult // the client's stdout, line by line; closed at EOF
+	stderr *tailBuffer
+	quit   chan struct{} // closed by kill: the reader stops delivering
+
+	exited  chan struct{} // closed once the process is reaped
+	waitErr error         // the exit status, set before exited closes
+
+	killOnce sync.Once
+	killErr  error
+}
+
+// lineResult is one line read from the client, or why reading stopped.
+type lineResult struct {
+	line []byte
+	err  error
+}
+
+// spawnClient starts argv in its own process group with pipes for stdin and stdout.
+//
+// Own process group: a terminal's Ctrl-C reaches only locklab, and faults signal the
+// client with whatever it started. Pdeathsig: the client dies with locklab even if
+// locklab is SIGKILLed. Linux sends Pdeathsig when the *thread* that forked the child
+// ends, so the child is forked from a goroutine locked to its thread for the child's
+// whole life: it then waits for the child, and only after the reap does the thread end.
+func spawnClient(argv []string, env []string) (*clientProc, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start client: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("start client: %w", err)
+	}
+	p := &clientProc{
+		stdin:  inW,
+		lines:  make(chan lineResult),
+		stderr: &tailBuffer{max: stderrKeep},
+		quit:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
+	// Something the client left running in its group may hold stderr open; Wait then
+	// stops copying it after this long rather than never returning.
+	cmd.WaitDelay = closeGrace
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine, after the reap
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	err = <-started
+	inR.Close() // the child has its own copies
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("start client %q: %w", strings.Join(argv, " "), err)
+	}
+	p.pid = cmd.Process.Pid
+	go p.read(outR)
+	return p, nil
+}
+
+// read delivers the client's stdout line by line until EOF or kill.
+func (p *clientProc) read(out *os.File) {
+	defer out.Close()
+	defer close(p.lines)
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	for sc.Scan() {
+		line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+		select {
+		case p.lines <- lineResult{line: bytes.Clone(line)}:
+		case <-p.quit:
+			return
+		}
+	}
+	if err := sc.Err(); err != nil {
+		select {
+		case p.lines <- lineResult{err: err}:
+		case <-p.quit:
+		}
+	}
+}
+
+func (p *clientProc) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// awaitExit waits up to d for the reap and reports whether it happened.
+func (p *clientProc) awaitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// kill SIGKILLs the client's process group (also after the client itself exited: what
+// it started may still run) and waits for the reap. Idempotent.
+func (p *clientProc) kill() error {
+	p.killOnce.Do(func() {
+		if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			p.killErr = fmt.Errorf("kill client (pid %d): %w", p.pid, err)
+		}
+		if !p.awaitExit(reapWait) {
+			p.killErr = errors.Join(p.killErr, fmt.Errorf("client (pid %d) still alive %s after SIGKILL", p.pid, reapWait))
+		}
+		close(p.quit)
+		p.stdin.Close()
+	})
+	return p.killErr
+}
+
+// exitNote says how the client ended, once it has been reaped.
+func (p *clientProc) exitNote() string {
+	if !p.hasExited() {
+		return ""
+	}
+	var ee *exec.ExitError
+	switch {
+	case p.waitErr == nil:
+		return "; the client exited with status 0"
+	case errors.As(p.waitErr, &ee):
+		return "; the client ended: " + ee.String()
+	}
+	return "; the client ended: " + p.waitErr.Error()
+}
+
+// tailBuffer keeps the last max bytes written to it: the client's stderr.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(data []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, data...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(data), nil
+}
+
+// String is what is kept.
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+// quote is the end of the client's stderr for an error message, "" when it said nothing.
+func (b *tailBuffer) quote() string {
+	s := strings.TrimSpace(b.String())
+	if s == "" {
+		return "; its stderr is empty"
+	}
+	if len(s) > stderrShow {
+		s = "..." + s[len(s)-stderrShow:]
+	}
+	return "; the end of its stderr:\n" + s
+}
+
+// nodeClientCommand finds node and the Node.js client (clients/node/lock.js) with its
+// dependencies installed.
+func nodeClientCommand() ([]string, error) {
+	const install = "run `npm ci --prefix clients/node` in the locklab checkout (`make deps` does it)"
+	script, err := findNodeClient()
+	if err != nil {
+		return nil, err
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("node (Node.js 20 or later) is not on PATH, needed for %s: %v; install Node.js, then %s", script, err, install)
+	}
+	if !nodeModuleInstalled(filepath.Dir(script), "ioredis") {
+		return nil, fmt.Errorf("the Node.js client %s lacks its dependency ioredis (no node_modules/ioredis next to it or above): %s", script, install)
+	}
+	return []string{node, script}, nil
+}
+
+// findNodeClient is $LOCKLAB_NODE_CLIENT, else clients/node/lock.js in the working
+// directory or a parent of it (a checkout), else next to the executable (bin/../clients).
+func findNodeClient() (string, error) {
+	const rel = "clients/node/lock.js"
+	if env := os.Getenv(EnvNodeClient); env != "" {
+		path := env
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			path = filepath.Join(path, "lock.js")
+		}
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("$%s=%s: no Node.js client there: %v", EnvNodeClient, env, err)
+		}
+		return filepath.Abs(path)
+	}
+	var looked []string
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; dir = filepath.Dir(dir) {
+			path := filepath.Join(dir, rel)
+			if isFile(path) {
+				return path, nil
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+		looked = append(looked, wd+" and its parents")
+	}
+	if exe, err := os.Executable(); err == nil {
+		path := filepath.Join(filepath.Dir(exe), "..", rel)
+		if isFile(path) {
+			return filepath.Clean(path), nil
+		}
+		looked = append(looked, filepath.Clean(filepath.Join(filepath.Dir(exe), "..")))
+	}
+	return "", fmt.Errorf("the Node.js client %s was not found (looked in %s); run locklab from its checkout or set %s to the path of lock.js",
+		rel, strings.Join(looked, ", "), EnvNodeClient)
+}
+
+// nodeModuleInstalled reports whether Node's resolution from dir finds module: a
+// node_modules/module in dir or a parent.
+func nodeModuleInstalled(dir, module string) bool {
+	for {
+		if isFile(filepath.Join(dir, "node_modules", module, "package.json")) {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
+}
+
+func isFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}

@@ -1,4 +1,56 @@
 package lockimpl
 
-// thirdPartyImpls lists this file's implementations (being written).
-func thirdPartyImpls() []Impl { return nil }
+import (
+	"context"
+	"fmt"
+)
+
+// This file lists the adapters for third-party Go lock libraries. Each adapter calls its
+// library the way the library's users do, unchanged (no fork, no internal access), and
+// maps every library error honestly: a definite refusal wraps ErrNotAcquired/ErrNotHeld
+// (keeping the library's text), anything after which the lock may or may not be held is
+// an unknown error. The per-library tables are in redsync.go, bsmredislock.go and
+// rueidislock.go, and in docs/libraries.md.
+
+// thirdPartyImpls lists the third-party adapters.
+func thirdPartyImpls() []Impl {
+	return []Impl{
+		{
+			Name:        "redsync",
+			Description: "github.com/go-redsync/redsync/v4 " + redsyncVersion + " (Redlock over N independent servers, go-redis v9 pools), one try per acquire",
+			Topology:    "nodes",
+			Steps:       []string{StepGranted},
+			New:         newRedsync,
+		},
+		{
+			Name:        "redislock",
+			Description: "github.com/bsm/redislock " + bsmRedislockVersion + " (single instance, Lua obtain/refresh/release), no retry",
+			Topology:    "single",
+			Steps:       []string{StepGranted},
+			New:         newBSMRedislock,
+		},
+		{
+			Name:        "rueidislock",
+			Description: "github.com/redis/rueidis/rueidislock " + rueidisVersion + " (majority of 3 keys on one server, client-side caching, renews by itself)",
+			Topology:    "single",
+			Steps:       []string{StepGranted},
+			New:         newRueidisLock,
+		},
+	}
+}
+
+// thirdPartyStep calls the Step hook; its error is the injected crash and ends the
+// operation.
+func thirdPartyStep(ctx context.Context, fn StepFunc, step string) error {
+	if fn == nil {
+		return nil
+	}
+	if err := fn(ctx, step); err != nil {
+		return fmt.Errorf("stopped at step %s: %w", step, err)
+	}
+	return nil
+}
+
+// refusal wraps a library error that is a definite refusal in kind (ErrNotAcquired or
+// ErrNotHeld), keeping the library's own text in the message.
+func refusal(kind, libErr error) error { return fmt.Errorf("%w: %w", kind, libErr) }

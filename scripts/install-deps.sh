@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what locklab's tests and demo need on a Debian machine: Redis from apt.
+# Installs what locklab's tests and demo need on a Debian machine: Redis and Node.js from apt.
 # Idempotent: does nothing when everything is there.
 set -euo pipefail
 
@@ -8,6 +8,9 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 ls /usr/lib/*/faketime/libfaketime*.so.1 >/dev/null 2>&1 || need+=(libfaketime)
+# The Node.js example client of the subprocess protocol (clients/node).
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ]; then

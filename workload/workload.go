@@ -58,7 +58,8 @@ type Config struct {
 	Rec       *histories.Recorder
 }
 
-func (c Config) validate() error {
+// Validate checks the configuration; Run does too, before it builds anything.
+func (c Config) Validate() error {
 	switch {
 	case c.Clients < 1:
 		return fmt.Errorf("clients must be at least 1, got %d", c.Clients)
@@ -86,7 +87,7 @@ func KeyName(i int) string { return "k" + strconv.Itoa(i) }
 // critical section once stop is closed, and finish the one they are in (releasing the
 // lock); ctx ending stops them at once.
 func Run(ctx context.Context, stop <-chan struct{}, cfg Config) error {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("workload: %w", err)
 	}
 	clients := make([]*client, cfg.Clients)

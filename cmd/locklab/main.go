@@ -75,6 +75,6 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newListCmd())
+	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newListCmd(), newMatrixCmd(), newExportCmd())
 	return root
 }

@@ -1,0 +1,316 @@
+package campaign
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/locklab/locklab/linearizability"
+)
+
+// WriteMatrix writes matrix.json, matrix.md and matrix.html into dir.
+func WriteMatrix(dir string, m MatrixResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create matrix directory: %w", err)
+	}
+	if err := writeJSON(filepath.Join(dir, MatrixJSON), m); err != nil {
+		return err
+	}
+	md := "# Verdict matrix\n\n" + m.Markdown("")
+	if err := os.WriteFile(filepath.Join(dir, MatrixMD), []byte(md), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", MatrixMD, err)
+	}
+	page, err := m.HTML()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, MatrixHTML), page, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", MatrixHTML, err)
+	}
+	return nil
+}
+
+// LoadMatrix reads a matrix.json written by WriteMatrix from dir.
+func LoadMatrix(dir string) (MatrixResult, error) {
+	var m MatrixResult
+	data, err := os.ReadFile(filepath.Join(dir, MatrixJSON))
+	if err != nil {
+		return m, fmt.Errorf("load matrix: %w", err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, fmt.Errorf("load matrix %s: %w", filepath.Join(dir, MatrixJSON), err)
+	}
+	return m, nil
+}
+
+// matrixLegend explains the cells; Markdown and HTML share it.
+var matrixLegend = []string{
+	"✓: every property held in every run.",
+	"P1 2/3: the property was violated (illegal) in 2 of 3 runs. P1 mutual exclusion, P2 resource safety, P3 fence monotonicity, L1 progress.",
+	"?1/3: the checker ran out of time in 1 of 3 runs (unknown, never read as held).",
+	"err 1/3: 1 of 3 runs failed to run (an error of the testbed, not a verdict); see the notes.",
+	"—: the scenario does not apply to the implementation; the notes say why.",
+	"none: the implementation grants no fencing token (fence source none), so a fencing mode other than off cannot be tried.",
+	"fence source: lock when the lock grants a fencing token with each lease, none when it grants none. (mutant): deliberately broken.",
+	"Superscripts refer to the notes. Each cell links to the report of its first violating run (else its first run); matrix.html links every run.",
+}
+
+// matrixView is the matrix laid out for rendering: tables, cells and numbered notes.
+type matrixView struct {
+	Title  string
+	Meta   MatrixMeta
+	Intro  string
+	Tables []tableView
+	Notes  []noteView
+	Legend []string
+}
+
+type tableView struct {
+	Fencing string
+	Impls   []implView
+	Rows    []rowView
+}
+
+type implView struct {
+	Name, Title, FenceSource string
+	Mutant                   bool
+}
+
+type rowView struct {
+	Scenario, Title string
+	Cells           []cellView
+}
+
+type cellView struct {
+	Summary, Class, Link, Title, Note string // Note: superscript note number, or ""
+	Runs                              []runView
+}
+
+type runView struct {
+	Label, Link, Class, Title string
+}
+
+type noteView struct {
+	Num   int
+	Sup   string
+	Text  string
+	Cells []string // "impl × scenario"
+}
+
+// view lays the matrix out with links prefixed by prefix (a path from where the document
+// is to the matrix directory, "" when it is in it).
+func (m MatrixResult) view(prefix string) matrixView {
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	v := matrixView{Title: "Verdict matrix", Meta: m.Meta, Intro: m.intro(), Legend: matrixLegend}
+	notes := map[string]int{}
+	note := func(text, where string) string {
+		k, ok := notes[text]
+		if !ok {
+			k = len(v.Notes)
+			notes[text] = k
+			v.Notes = append(v.Notes, noteView{Num: k + 1, Sup: superscript(k + 1), Text: text})
+		}
+		if !slices.Contains(v.Notes[k].Cells, where) {
+			v.Notes[k].Cells = append(v.Notes[k].Cells, where)
+		}
+		return v.Notes[k].Sup
+	}
+	for _, fencing := range m.Fencings {
+		t := tableView{Fencing: fencing}
+		for _, i := range m.Impls {
+			t.Impls = append(t.Impls, implView{Name: i.Name, Title: i.Description, FenceSource: i.FenceSource, Mutant: i.Mutant})
+		}
+		for _, s := range m.Scenarios {
+			row := rowView{Scenario: s.Name, Title: s.Description}
+			for _, i := range m.Impls {
+				c, ok := m.Cell(s.Name, i.Name, fencing)
+				if !ok {
+					row.Cells = append(row.Cells, cellView{Summary: "", Class: "pending"})
+					continue
+				}
+				where := c.Impl + " × " + c.Scenario
+				cv := cellView{Summary: c.Summary(), Class: c.Class(), Title: c.Reason}
+				if l := c.Link(); l != "" {
+					cv.Link = prefix + l
+				}
+				var sups []string
+				switch {
+				case c.Status == CellNA:
+					sups = append(sups, note("n/a: "+c.Reason, where))
+				case c.Note != "":
+					sups = append(sups, note(c.Note, where))
+				}
+				for _, r := range c.Runs {
+					rv := runView{Label: fmt.Sprint(r.Index), Link: prefix + r.Link, Class: runsClass([]CellRun{r}), Title: runTitle(r)}
+					cv.Runs = append(cv.Runs, rv)
+					if r.Error != "" {
+						sups = append(sups, note(fmt.Sprintf("run %d failed to run: %s", r.Index, r.Error), where))
+					}
+				}
+				cv.Note = strings.Join(sups, ",")
+				row.Cells = append(row.Cells, cv)
+			}
+			t.Rows = append(t.Rows, row)
+		}
+		v.Tables = append(v.Tables, t)
+	}
+	return v
+}
+
+// intro is the line that says what produced the matrix.
+func (m MatrixResult) intro() string {
+	runs := "runs"
+	if m.Meta.Repeat == 1 {
+		runs = "run"
+	}
+	seeds := "the scenario's seed"
+	if m.Meta.Repeat > 1 {
+		seeds = fmt.Sprintf("the scenario's seed + 0 … %d", m.Meta.Repeat-1)
+	}
+	s := fmt.Sprintf("Produced by `%s` on %s: %d %s per cell (seeds: %s), redis-server %s, %s.",
+		m.Meta.Command, m.Meta.Date, m.Meta.Repeat, runs, seeds, m.Meta.RedisVersion, m.Meta.GoVersion)
+	if m.Meta.Errors > 0 {
+		s += fmt.Sprintf(" %d of %d runs failed to run (err).", m.Meta.Errors, m.Meta.Runs)
+	}
+	if !m.Meta.Complete {
+		s += fmt.Sprintf(" **Incomplete:** interrupted after %d of %d runs; cells marked … were not run.", m.Meta.Runs, m.Meta.Planned)
+	}
+	return s
+}
+
+func runTitle(r CellRun) string {
+	if r.Error != "" {
+		return fmt.Sprintf("run %d (seed %d): failed to run: %s", r.Index, r.Seed, r.Error)
+	}
+	var parts []string
+	for _, p := range linearizability.AllProperties() {
+		parts = append(parts, fmt.Sprintf("%s %s", p, r.Verdicts[p]))
+	}
+	return fmt.Sprintf("run %d (seed %d): %s", r.Index, r.Seed, strings.Join(parts, ", "))
+}
+
+// Markdown is the matrix as Markdown without a title: the line saying what produced it,
+// one table per fencing mode (rows: scenarios, columns: implementations), the notes and
+// the legend. Links are prefixed by prefix, the path from the document's directory to the
+// matrix's ("" for a document in it).
+func (m MatrixResult) Markdown(prefix string) string {
+	v := m.view(prefix)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", v.Intro)
+	for _, t := range v.Tables {
+		fmt.Fprintf(&b, "\n**Fencing %s**\n\n| scenario |", t.Fencing)
+		for _, i := range t.Impls {
+			name := i.Name
+			if i.Mutant {
+				name += " (mutant)"
+			}
+			fmt.Fprintf(&b, " %s |", mdEscape(name))
+		}
+		b.WriteString("\n|---|")
+		for range t.Impls {
+			b.WriteString("---|")
+		}
+		b.WriteString("\n| *fence source* |")
+		for _, i := range t.Impls {
+			fmt.Fprintf(&b, " %s |", i.FenceSource)
+		}
+		b.WriteString("\n")
+		for _, r := range t.Rows {
+			fmt.Fprintf(&b, "| %s |", mdEscape(r.Scenario))
+			for _, c := range r.Cells {
+				text := c.Summary
+				if c.Link != "" {
+					text = fmt.Sprintf("[%s](%s)", text, c.Link)
+				}
+				fmt.Fprintf(&b, " %s%s |", text, c.Note)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(v.Notes) > 0 {
+		b.WriteString("\nNotes:\n\n")
+		for _, n := range v.Notes {
+			fmt.Fprintf(&b, "%d. %s: %s.\n", n.Num, mdEscape(strings.Join(n.Cells, ", ")), mdEscape(strings.TrimSuffix(n.Text, ".")))
+		}
+	}
+	b.WriteString("\nLegend:\n\n")
+	for _, l := range v.Legend {
+		fmt.Fprintf(&b, "- %s\n", l)
+	}
+	return b.String()
+}
+
+// mdEscape keeps text from being read as Markdown markup or breaking a table.
+func mdEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "|", `\|`, "*", `\*`, "`", "\\`", "<", "&lt;", "[", `\[`, "]", `\]`).Replace(s)
+}
+
+func superscript(n int) string {
+	const digits = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+	sup := []rune(digits)
+	var b strings.Builder
+	for _, d := range fmt.Sprint(n) {
+		b.WriteRune(sup[d-'0'])
+	}
+	return b.String()
+}
+
+// HTML is the matrix as a self-contained page: coloured cells, every run linked.
+func (m MatrixResult) HTML() ([]byte, error) {
+	var b bytes.Buffer
+	if err := matrixPage.Execute(&b, m.view("")); err != nil {
+		return nil, fmt.Errorf("render %s: %w", MatrixHTML, err)
+	}
+	return b.Bytes(), nil
+}
+
+var matrixPage = template.Must(template.New("matrix").Funcs(template.FuncMap{
+	"md": func(s string) template.HTML { // the intro's `command` and **bold**, nothing else
+		s = template.HTMLEscapeString(s)
+		for _, m := range []struct{ mark, open, close string }{{"`", "<code>", "</code>"}, {"**", "<strong>", "</strong>"}} {
+			for strings.Count(s, m.mark) >= 2 {
+				s = strings.Replace(s, m.mark, m.open, 1)
+				s = strings.Replace(s, m.mark, m.close, 1)
+			}
+		}
+		return template.HTML(s)
+	},
+}).Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; margin: .5em 0 1.5em; }
+th, td { border: 1px solid #bbb; padding: .3em .5em; text-align: center; vertical-align: top; }
+th.scenario, td.scenario { text-align: left; }
+th .sub { display: block; font-weight: normal; font-size: 85%; color: #555; }
+td .runs { display: block; font-size: 80%; margin-top: .2em; }
+td .runs a { margin: 0 .15em; }
+a { color: inherit; }
+.ok { background: #d4edda; } .illegal { background: #f8d7da; } .unknown { background: #fff3cd; }
+.error { background: #ffd8a8; } .na { background: #eee; color: #777; } .none { background: #e2e3e5; color: #555; }
+.pending { background: #fff; color: #999; }
+.runs .ok { color: #155724; background: none; } .runs .illegal { color: #a00; font-weight: bold; background: none; }
+.runs .unknown, .runs .error { color: #8a6d00; background: none; }
+</style></head><body>
+<h1>{{.Title}}</h1>
+<p>{{md .Intro}}</p>
+{{range .Tables}}<h2>Fencing {{.Fencing}}</h2>
+<table>
+<tr><th class="scenario">scenario</th>{{range .Impls}}<th title="{{.Title}}">{{.Name}}{{if .Mutant}}<span class="sub">mutant</span>{{end}}<span class="sub">fence source {{.FenceSource}}</span></th>{{end}}</tr>
+{{range .Rows}}<tr><td class="scenario" title="{{.Title}}">{{.Scenario}}</td>{{range .Cells}}<td class="{{.Class}}"{{if .Title}} title="{{.Title}}"{{end}}>{{if .Link}}<a href="{{.Link}}">{{.Summary}}</a>{{else}}{{.Summary}}{{end}}{{.Note}}{{if .Runs}}<span class="runs">{{range .Runs}}<a class="{{.Class}}" href="{{.Link}}" title="{{.Title}}">{{.Label}}</a>{{end}}</span>{{end}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}{{if .Notes}}<h2>Notes</h2>
+<ol>{{range .Notes}}<li>{{range $i, $c := .Cells}}{{if $i}}, {{end}}{{$c}}{{end}}: {{.Text}}</li>
+{{end}}</ol>{{end}}
+<h2>Legend</h2>
+<ul>{{range .Legend}}<li>{{.}}</li>
+{{end}}</ul>
+</body></html>
+`))

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+// The lines of a Markdown file between which `locklab matrix --readme` puts the table.
+const (
+	matrixBegin = "<!-- matrix:begin -->"
+	matrixEnd   = "<!-- matrix:end -->"
+)
+
+func newMatrixCmd() *cobra.Command {
+	var (
+		impls, scenarios, fencings []string
+		repeat, parallel, nodes    int
+		out, readme                string
+		checkTimeout               time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "matrix",
+		Short: "Run every implementation × scenario × fencing mode R times and write the verdict matrix",
+		Long: `Matrix runs every implementation of the registry on every scenario of the catalog
+(the fault-free baseline first) with each fencing mode, R times per cell with seeds
+the scenario's seed + 0 … R-1, each run on servers of its own. It writes matrix.json,
+matrix.md and matrix.html to --out, with every run's report under
+runs/<scenario>/<impl>/<fencing>/<run>/. A cell shows, per property, how many of the R
+runs violated it; nothing in the table is written by hand.
+
+An implementation without fencing tokens shows "none" under a fencing mode other than
+off. An implementation for independent nodes plays a single-server scenario on --nodes
+servers; a scenario that does not apply to an implementation is n/a, with the reason.
+
+With --readme FILE the Markdown table replaces what is between the lines
+` + matrixBegin + ` and ` + matrixEnd + ` in FILE.
+
+Exit status: 0 the matrix was written (violations are its content), 2 an error: bad
+flags, a run that failed to run (its cell says err), or an interruption (the runs that
+finished are written, marked incomplete, and FILE is left alone).`,
+		Example: `  locklab matrix --repeat 3 --out out/matrix
+  locklab matrix --impl setnx,fenced --scenario baseline,pause-past-ttl --parallel 4
+  locklab matrix --repeat 1 --out out/matrix --readme README.md`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if readme != "" {
+				// Before hours of runs, not after.
+				data, err := os.ReadFile(readme)
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --readme: %w", err)}
+				}
+				if _, err := replaceMatrixBlock(data, "", readme); err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --readme: %w", err)}
+				}
+			}
+			// Zero means "the default" to campaign.Matrix, but typed on the command line it is a mistake.
+			for _, c := range []struct {
+				flag, what string
+				v          int
+			}{{"repeat", "run per cell", repeat}, {"parallel", "run at a time", parallel}, {"nodes", "node", nodes}} {
+				if c.v < 1 {
+					return &statusError{exitError, fmt.Errorf("flag --%s: want at least 1 %s, got %d", c.flag, c.what, c.v)}
+				}
+			}
+			stderr := cmd.ErrOrStderr()
+			progress := newProgress(stderr)
+			opts := campaign.MatrixOptions{
+				Registry: lockimpl.Builtin(), Impls: trimAll(impls), Scenarios: trimAll(scenarios), Fencings: trimAll(fencings),
+				Repeat: repeat, Nodes: nodes, Parallel: parallel, Out: out, CheckTimeout: checkTimeout,
+				Command: commandLine(cmd), Progress: progress.event,
+			}
+			start := time.Now()
+			res, err := campaign.Matrix(cmd.Context(), opts)
+			progress.end()
+			var oe *campaign.OptionError
+			if errors.As(err, &oe) {
+				return &statusError{exitError, fmt.Errorf("flag --%s: %w", matrixFlag(oe.Option), oe.Err)}
+			}
+			w := cmd.OutOrStdout()
+			if res.Meta.Planned > 0 || res.Meta.Complete {
+				fmt.Fprintf(w, "matrix: %d of %d runs in %s, %d failed to run; wrote %s, %s, %s\n",
+					res.Meta.Runs, res.Meta.Planned, time.Since(start).Round(time.Second), res.Meta.Errors,
+					filepath.Join(out, campaign.MatrixMD), filepath.Join(out, campaign.MatrixJSON), filepath.Join(out, campaign.MatrixHTML))
+			}
+			if err != nil {
+				if readme != "" {
+					err = fmt.Errorf("%w; %s left alone", err, readme)
+				}
+				return &statusError{exitError, err}
+			}
+			if readme != "" {
+				if err := updateReadme(readme, out, res); err != nil {
+					return &statusError{exitError, err}
+				}
+				fmt.Fprintf(w, "%s: matrix table replaced\n", readme)
+			}
+			if res.Meta.Errors > 0 {
+				return &statusError{exitError, fmt.Errorf("%d of %d runs failed to run: their cells say err, the notes of %s say why",
+					res.Meta.Errors, res.Meta.Runs, filepath.Join(out, campaign.MatrixMD))}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&impls, "impl", nil, "implementations to run (default: every one, see locklab list)")
+	f.StringSliceVar(&scenarios, "scenario", nil, "catalog scenarios to run (default: every one, baseline first)")
+	f.StringSliceVar(&fencings, "fencing", nil, "fencing modes: off, writes, full (default off,full)")
+	f.IntVar(&repeat, "repeat", 1, "runs per cell (R); seeds are each scenario's seed + 0 … R-1")
+	f.IntVar(&parallel, "parallel", 1, "runs at the same time, each on servers of its own")
+	f.IntVar(&nodes, "nodes", 5, "servers when an implementation for independent nodes (Redlock) plays a single-server scenario")
+	f.StringVar(&out, "out", filepath.Join("out", "matrix"), "directory for matrix.json, matrix.md, matrix.html and the runs")
+	f.StringVar(&readme, "readme", "", "Markdown file whose table between "+matrixBegin+" and "+matrixEnd+" is replaced")
+	f.DurationVar(&checkTimeout, "check-timeout", 0, "checker timeout per property (0: default); a timeout shows as ?, never as a pass")
+	return cmd
+}
+
+// matrixFlag is the flag of a campaign.MatrixOptions field named by an OptionError.
+func matrixFlag(option string) string {
+	switch option {
+	case "impls":
+		return "impl"
+	case "scenarios":
+		return "scenario"
+	case "fencings":
+		return "fencing"
+	}
+	return option // repeat, nodes, parallel, out
+}
+
+func trimAll(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, strings.TrimSpace(s))
+	}
+	return out
+}
+
+// commandLine is the command as it could be typed again: the flags the user set, in a
+// fixed order.
+func commandLine(cmd *cobra.Command) string {
+	parts := []string{"locklab", cmd.Name()}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		v := f.Value.String()
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			v = strings.Join(sv.GetSlice(), ",")
+		}
+		parts = append(parts, "--"+f.Name, shellQuote(v))
+	})
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// progress reports finished runs on w: a line each, or one line rewritten in place when
+// w is a terminal (runs that failed to run keep a line of their own there too).
+type progress struct {
+	w    io.Writer
+	live bool
+	open bool // a live line is on screen
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			p.live = true
+		}
+	}
+	return p
+}
+
+func (p *progress) event(e campaign.MatrixEvent) {
+	if !p.live || e.Err != nil {
+		if p.open {
+			fmt.Fprint(p.w, "\r\033[K")
+			p.open = false
+		}
+		fmt.Fprintln(p.w, e)
+		return
+	}
+	fmt.Fprint(p.w, "\r\033[K", e)
+	p.open = true
+}
+
+func (p *progress) end() {
+	if p.open {
+		fmt.Fprintln(p.w)
+		p.open = false
+	}
+}
+
+// updateReadme replaces the matrix table in the Markdown file readme with res, its links
+// made relative to readme's directory.
+func updateReadme(readme, out string, res campaign.MatrixResult) error {
+	data, err := os.ReadFile(readme)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", readme, err)
+	}
+	prefix, err := relativeDir(filepath.Dir(readme), out)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", readme, err)
+	}
+	doc, err := replaceMatrixBlock(data, res.Markdown(prefix), readme)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(readme)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", readme, err)
+	}
+	if err := os.WriteFile(readme, doc, fi.Mode().Perm()); err != nil {
+		return fmt.Errorf("update %s: %w", readme, err)
+	}
+	return nil
+}
+
+// relativeDir is the path from directory from to directory to, with forward slashes.
+func relativeDir(from, to string) (string, error) {
+	af, err := filepath.Abs(from)
+	if err != nil {
+		return "", err
+	}
+	at, err := filepath.Abs(to)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(af, at)
+	if err != nil {
+		return "", err
+	}
+	if rel == "." {
+		return "", nil
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// replaceMatrixBlock puts block between the marker lines of doc (name is the file, for
+// errors): exactly one begin line, then exactly one end line after it.
+func replaceMatrixBlock(doc []byte, block, name string) ([]byte, error) {
+	lines := bytes.SplitAfter(doc, []byte("\n"))
+	begin, end := -1, -1
+	for i, l := range lines {
+		switch strings.TrimSpace(string(l)) {
+		case matrixBegin:
+			if begin >= 0 {
+				return nil, fmt.Errorf("%s: line %s appears twice (lines %d and %d)", name, matrixBegin, begin+1, i+1)
+			}
+			begin = i
+		case matrixEnd:
+			if end >= 0 {
+				return nil, fmt.Errorf("%s: line %s appears twice (lines %d and %d)", name, matrixEnd, end+1, i+1)
+			}
+			end = i
+		}
+	}
+	switch {
+	case begin < 0 && end < 0:
+		return nil, fmt.Errorf("%s: no matrix markers: the table goes between a line %s and a line %s", name, matrixBegin, matrixEnd)
+	case begin < 0:
+		return nil, fmt.Errorf("%s: no line %s before %s (line %d)", name, matrixBegin, matrixEnd, end+1)
+	case end < 0:
+		return nil, fmt.Errorf("%s: no line %s after %s (line %d)", name, matrixEnd, matrixBegin, begin+1)
+	case end < begin:
+		return nil, fmt.Errorf("%s: %s (line %d) comes before %s (line %d)", name, matrixEnd, end+1, matrixBegin, begin+1)
+	}
+	var b bytes.Buffer
+	for _, l := range lines[:begin+1] {
+		b.Write(l)
+	}
+	if !bytes.HasSuffix(lines[begin], []byte("\n")) {
+		b.WriteByte('\n') // cannot happen: the end line follows
+	}
+	if block != "" {
+		b.WriteString("\n" + strings.TrimRight(block, "\n") + "\n\n")
+	}
+	for _, l := range lines[end:] {
+		b.Write(l)
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestReplaceMatrixBlock(t *testing.T) {
+	doc := "# Title\n\nBefore.\n\n<!-- matrix:begin -->\nold table\nmore\n<!-- matrix:end -->\n\nAfter.\n"
+	got, err := replaceMatrixBlock([]byte(doc), "| new | table |\n", "README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Title\n\nBefore.\n\n<!-- matrix:begin -->\n\n| new | table |\n\n<!-- matrix:end -->\n\nAfter.\n"
+	if string(got) != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	// Replacing again changes nothing but the table.
+	again, err := replaceMatrixBlock(got, "| new | table |\n", "README.md")
+	if err != nil || string(again) != want {
+		t.Fatalf("second replacement: %v\n%s", err, again)
+	}
+	for _, c := range []struct{ doc, want string }{
+		{"no markers\n", "docs/README.md: no matrix markers"},
+		{"<!-- matrix:begin -->\n", "docs/README.md: no line <!-- matrix:end --> after <!-- matrix:begin --> (line 1)"},
+		{"x\n<!-- matrix:end -->\n", "docs/README.md: no line <!-- matrix:begin --> before <!-- matrix:end --> (line 2)"},
+		{"<!-- matrix:end -->\n<!-- matrix:begin -->\n", "comes before"},
+		{"<!-- matrix:begin -->\n<!-- matrix:begin -->\n<!-- matrix:end -->\n", "appears twice (lines 1 and 2)"},
+	} {
+		if _, err := replaceMatrixBlock([]byte(c.doc), "t", "docs/README.md"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err %v, want %q", c.doc, err, c.want)
+		}
+	}
+}
+
+func TestMatrixBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	noMarkers := filepath.Join(dir, "README.md")
+	if err := os.WriteFile(noMarkers, []byte("# no table here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--impl", "setnx,nope"}, `flag --impl: unknown lock implementation "nope" (known: `},
+		{[]string{"--scenario", "nope"}, `flag --scenario: unknown scenario "nope" (known: baseline, `},
+		{[]string{"--fencing", "off,sideways"}, `flag --fencing: unknown fencing mode "sideways"`},
+		{[]string{"--repeat", "0"}, "flag --repeat: want at least 1 run per cell, got 0"},
+		{[]string{"--parallel", "-2"}, "flag --parallel: want at least 1 run at a time, got -2"},
+		{[]string{"--nodes", "0"}, "flag --nodes: want at least 1 node, got 0"},
+		{[]string{"--out", ""}, "flag --out:"},
+		// Checked before any run: a matrix of hours must not fail at its last step.
+		{[]string{"--readme", noMarkers}, "flag --readme: " + noMarkers + ": no matrix markers"},
+		{[]string{"--readme", filepath.Join(dir, "missing.md")}, "flag --readme: open " + filepath.Join(dir, "missing.md")},
+	} {
+		// A flag error that slipped through would run only this one small cell.
+		args := append([]string{"matrix"}, c.args...)
+		for _, d := range [][2]string{{"--out", out}, {"--impl", "setnx"}, {"--scenario", "baseline"}, {"--fencing", "off"}} {
+			if !slices.Contains(c.args, d[0]) {
+				args = append(args, d[0], d[1])
+			}
+		}
+		code, _, stderr := locklab(t, args...)
+		if code != exitError || !strings.Contains(stderr, c.want) {
+			t.Errorf("locklab %s: exit %d, stderr %q; want exit %d and %q", strings.Join(args, " "), code, stderr, exitError, c.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused matrix wrote its directory")
+	}
+}
+
+// TestMatrixUpdatesReadme runs a one-cell matrix into a directory beside the README's and
+// checks that the README's table links resolve from the README's directory.
+func TestMatrixUpdatesReadme(t *testing.T) {
+	dir := t.TempDir()
+	readme := filepath.Join(dir, "docs", "README.md")
+	out := filepath.Join(dir, "out", "m")
+	if err := os.MkdirAll(filepath.Dir(readme), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(readme, []byte("# Doc\n\n<!-- matrix:begin -->\n<!-- matrix:end -->\n\nEnd.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := locklab(t, "matrix", "--impl", "setnx", "--scenario", "baseline", "--fencing", "off", "--out", out, "--readme", readme)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "[1/1] baseline × setnx × fencing off, run 1/1: ✓") {
+		t.Errorf("progress on stderr: %q", stderr)
+	}
+	doc, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	if !strings.HasPrefix(text, "# Doc\n\n<!-- matrix:begin -->\n") || !strings.HasSuffix(text, "<!-- matrix:end -->\n\nEnd.\n") {
+		t.Errorf("text outside the markers changed:\n%s", text)
+	}
+	for _, want := range []string{"Produced by `locklab matrix --fencing off --impl setnx --out " + out, "| baseline | [✓](../out/m/runs/baseline/setnx/off/0/history.html) |"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("README lacks %q:\n%s", want, text)
+		}
+	}
+	for _, l := range regexp.MustCompile(`\]\(([^)]+)\)`).FindAllStringSubmatch(text, -1) {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(readme), filepath.FromSlash(l[1]))); err != nil {
+			t.Errorf("broken link in README: %v", err)
+		}
+	}
+}

@@ -1,0 +1,747 @@
+package lockimpl_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+// The Node.js client is tested through its registry entry, against a real server. When
+// node or the client's node_modules are missing these tests fail with New's message,
+// which says what to install: CI installs them, so a skip would hide a broken setup.
+
+// nodeLocker is the node-ioredis implementation against addr.
+func nodeLocker(t *testing.T, cfg lockimpl.Config) lockimpl.Locker {
+	t.Helper()
+	impl, err := lockimpl.Builtin().Get("node-ioredis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := impl.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// clientProcess is the process side of a subprocess locker.
+func clientProcess(t *testing.T, l lockimpl.Locker) lockimpl.ClientProcess {
+	t.Helper()
+	p, ok := l.(lockimpl.ClientProcess)
+	if !ok {
+		t.Fatalf("%T is not a ClientProcess", l)
+	}
+	if p.Pid() <= 0 {
+		t.Fatalf("Pid() = %d after New", p.Pid())
+	}
+	return p
+}
+
+// reaped reports whether pid no longer exists at all (not even as a zombie): the
+// locker's own child must be both dead and reaped.
+func reaped(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// procState is pid's state letter from /proc ('T' stopped, 'Z' zombie), 0 when gone.
+func procState(pid int) byte {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return 0
+	}
+	return s[i+2]
+}
+
+// notRunning reports whether pid is gone or a zombie: a process the client left behind
+// is reparented, and reaping it is then its new parent's business.
+func notRunning(pid int) bool {
+	st := procState(pid)
+	return st == 0 || st == 'Z'
+}
+
+// waitFor polls cond (bounded by clustertest.Wait).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(clustertest.Wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, clustertest.Wait)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestNodeClientRegistryEntry(t *testing.T) {
+	impl, err := lockimpl.Builtin().Get("node-ioredis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if impl.Topology != "single" || impl.Fencing || impl.Mutant || impl.Description == "" ||
+		len(impl.Steps) != 1 || impl.Steps[0] != lockimpl.StepGranted {
+		t.Errorf("node-ioredis = %+v", impl)
+	}
+}
+
+func TestNodeClientAcquireRelease(t *testing.T) {
+	addr, rc := server(t)
+	a, b := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}}), nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
+	ctx := clustertest.Context(t)
+	const ttl = time.Minute
+	lease, err := a.Acquire(ctx, "k", ttl)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(lease.Token) || lease.Key != "k" || lease.Fence != 0 {
+		t.Fatalf("lease %+v: want key k, a 128-bit hex token, no fence", lease)
+	}
+	if lease.Validity <= 0 || lease.Validity > ttl || lease.Remaining(time.Now()) > ttl {
+		t.Fatalf("validity %s, remaining %s; want in (0, %s]", lease.Validity, lease.Remaining(time.Now()), ttl)
+	}
+	if got := rc.Get(ctx, "k").Val(); got != lease.Token {
+		t.Fatalf("server holds %q, want the lease's token", got)
+	}
+	if pttl := rc.PTTL(ctx, "k").Val(); pttl <= 0 || pttl > ttl {
+		t.Fatalf("PTTL %s, want in (0, %s]", pttl, ttl)
+	}
+	_, err = b.Acquire(ctx, "k", ttl)
+	if !errors.Is(err, lockimpl.ErrNotAcquired) || lockimpl.Classify(err) != histories.Fail {
+		t.Fatalf("second Acquire: %v; want ErrNotAcquired", err)
+	}
+	if err := a.Release(ctx, lease); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if rc.Exists(ctx, "k").Val() != 0 {
+		t.Fatal("key still there after Release")
+	}
+	if err := a.Release(ctx, lease); !errors.Is(err, lockimpl.ErrNotHeld) || lockimpl.Classify(err) != histories.Fail {
+		t.Fatalf("second Release: %v; want ErrNotHeld", err)
+	}
+	if _, err := b.Acquire(ctx, "k", ttl); err != nil {
+		t.Fatalf("Acquire after Release: %v", err)
+	}
+}
+
+func TestNodeClientStaleLeaseCannotHarmNewHolder(t *testing.T) {
+	addr, rc := server(t)
+	a, b := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}}), nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
+	ctx := clustertest.Context(t)
+	stale, err := a.Acquire(ctx, "k", 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, rc, "k")
+	fresh, err := b.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, stale); !errors.Is(err, lockimpl.ErrNotHeld) {
+		t.Fatalf("Release of a stale lease: %v; want ErrNotHeld", err)
+	}
+	if _, err := a.Extend(ctx, stale, time.Hour); !errors.Is(err, lockimpl.ErrNotHeld) {
+		t.Fatalf("Extend of a stale lease: %v; want ErrNotHeld", err)
+	}
+	if got := rc.Get(ctx, "k").Val(); got != fresh.Token {
+		t.Fatalf("server holds %q, want the new holder's token", got)
+	}
+	if pttl := rc.PTTL(ctx, "k").Val(); pttl > time.Minute {
+		t.Fatalf("PTTL %s: the stale extend touched the new holder's lock", pttl)
+	}
+}
+
+func TestNodeClientExtend(t *testing.T) {
+	addr, rc := server(t)
+	l := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
+	ctx := clustertest.Context(t)
+	lease, err := l.Acquire(ctx, "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, err := l.Extend(ctx, lease, time.Hour)
+	if err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if ext.Key != lease.Key || ext.Token != lease.Token || ext.Fence != lease.Fence {
+		t.Fatalf("extended lease %+v does not keep key, token and fence of %+v", ext, lease)
+	}
+	if !ext.Deadline.After(lease.Deadline) || ext.Validity <= time.Second || ext.Validity > time.Hour {
+		t.Fatalf("extended deadline %v (validity %s), was %v", ext.Deadline, ext.Validity, lease.Deadline)
+	}
+	if pttl := rc.PTTL(ctx, "k").Val(); pttl <= time.Second || pttl > time.Hour {
+		t.Fatalf("PTTL after Extend %s, want in (1s, 1h]", pttl)
+	}
+	if err := l.Release(ctx, ext); err != nil {
+		t.Fatalf("Release of the extended lease: %v", err)
+	}
+}
+
+func TestNodeClientStepGranted(t *testing.T) {
+	addr, rc := server(t)
+	var steps []string
+	var held string
+	l := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}, Step: func(ctx context.Context, step string) error {
+		steps = append(steps, step)
+		held = rc.Get(ctx, "k").Val()
+		return lockimpl.ErrCrashed
+	}})
+	_, err := l.Acquire(clustertest.Context(t), "k", time.Minute)
+	if !errors.Is(err, lockimpl.ErrCrashed) || lockimpl.Classify(err) != histories.Unknown {
+		t.Fatalf("Acquire with a crash at %s: %v; want ErrCrashed", lockimpl.StepGranted, err)
+	}
+	if len(steps) != 1 || steps[0] != lockimpl.StepGranted || held == "" {
+		t.Fatalf("steps %v, lock held at the step %q; want one %s after the grant", steps, held, lockimpl.StepGranted)
+	}
+}
+
+// A server that answers nothing makes the client's command time out: unknown, and the
+// client stays usable. The command did reach the server, which runs it once resumed:
+// "unknown" was the honest answer.
+func TestNodeClientTimeoutIsUnknown(t *testing.T) {
+	n := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
+	l := nodeLocker(t, lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: 300 * time.Millisecond})
+	p := clientProcess(t, l)
+	pid := p.Pid()
+	ctx := clustertest.Context(t)
+	// The client is connected (a command it refuses to send while connecting would be
+	// another unknown, not this test's).
+	if _, err := l.Acquire(ctx, "warm-up", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.Acquire(ctx, "k", time.Minute)
+	if lockimpl.Classify(err) != histories.Unknown || !strings.Contains(err.Error(), "Command timed out") {
+		t.Fatalf("Acquire against a paused server: %v; want the client's unknown", err)
+	}
+	if err := n.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p.Pid() != pid {
+		t.Fatalf("client replaced (pid %d, was %d) after a well-formed unknown", p.Pid(), pid)
+	}
+	if _, err := l.Acquire(ctx, "k2", time.Minute); err != nil {
+		t.Fatalf("Acquire after the server resumed: %v", err)
+	}
+	if _, err := l.Acquire(ctx, "k", time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
+		t.Fatalf("Acquire of the key whose acquire was unknown: %v; want ErrNotAcquired (the first one took effect)", err)
+	}
+}
+
+// SIGSTOP is a true process pause: the frozen client's lease expires and another
+// client takes the lock; once continued, the first client's release is refused.
+func TestNodeClientSignalPausesTheProcess(t *testing.T) {
+	addr, rc := server(t)
+	a, b := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}}), nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
+	pa := clientProcess(t, a)
+	ctx := clustertest.Context(t)
+	lease, err := a.Acquire(ctx, "k", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pa.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if st := procState(pa.Pid()); st != 'T' {
+		t.Fatalf("client state %q after SIGSTOP, want T (stopped)", st)
+	}
+	time.Sleep(600 * time.Millisecond)
+	waitGone(t, rc, "k")
+	if procState(pa.Pid()) != 'T' {
+		t.Fatal("client ran again while it should be stopped")
+	}
+	if _, err := b.Acquire(ctx, "k", time.Minute); err != nil {
+		t.Fatalf("Acquire while the holder is frozen past its TTL: %v", err)
+	}
+	if err := pa.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, lease); !errors.Is(err, lockimpl.ErrNotHeld) {
+		t.Fatalf("Release by the woken client: %v; want ErrNotHeld", err)
+	}
+}
+
+// SIGKILL is a crash: the client is gone, and the next request runs a new one.
+func TestNodeClientSignalKill(t *testing.T) {
+	addr, _ := server(t)
+	l := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
+	p := clientProcess(t, l)
+	pid := p.Pid()
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !reaped(pid) {
+		t.Fatalf("client (pid %d) still there after Signal(SIGKILL) returned", pid)
+	}
+	if err := p.Signal(syscall.SIGCONT); err == nil {
+		t.Error("Signal to a killed client: no error")
+	}
+	if _, err := l.Acquire(clustertest.Context(t), "k", time.Minute); err != nil {
+		t.Fatalf("Acquire after the client was killed: %v", err)
+	}
+	if p.Pid() == pid || p.Pid() <= 0 {
+		t.Fatalf("Pid %d after a restart, was %d", p.Pid(), pid)
+	}
+}
+
+func TestNodeClientCloseLeavesNoProcess(t *testing.T) {
+	addr, _ := server(t)
+	impl, err := lockimpl.Builtin().Get("node-ioredis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := impl.New(lockimpl.Config{Addrs: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := clientProcess(t, l).Pid()
+	if _, err := l.Acquire(clustertest.Context(t), "k", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !reaped(pid) {
+		t.Fatalf("client (pid %d, state %q) still there after Close", pid, procState(pid))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := l.Acquire(clustertest.Context(t), "k2", time.Minute); lockimpl.Classify(err) != histories.Unknown {
+		t.Fatalf("Acquire after Close: %v; want an unknown error", err)
+	}
+}
+
+// A caller that gives up mid-request leaves no process behind: the client, whose state
+// is unknowable, is killed and reaped, and Close finds nothing left.
+func TestNodeClientContextCancelledMidRequest(t *testing.T) {
+	n := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
+	l := nodeLocker(t, lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: time.Minute})
+	p := clientProcess(t, l)
+	pid := p.Pid()
+	if err := n.Pause(clustertest.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Resume(context.Background())
+	ctx, cancel := context.WithCancel(clustertest.Context(t))
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err := l.Acquire(ctx, "k", time.Minute)
+	if !errors.Is(err, context.Canceled) || lockimpl.Classify(err) != histories.Unknown {
+		t.Fatalf("Acquire cancelled mid-request: %v; want unknown wrapping context.Canceled", err)
+	}
+	if !reaped(pid) {
+		t.Fatalf("client (pid %d) still there after its request was abandoned", pid)
+	}
+	if p.Pid() != 0 {
+		t.Fatalf("Pid %d after the client was killed, want 0 until the next request", p.Pid())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNodeClientRunsOnReplicated(t *testing.T) {
+	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Replicated, Nodes: 2})
+	a, b := replicatedLocker(t, c, "node-ioredis", 0, time.Second), replicatedLocker(t, c, "node-ioredis", 1, time.Second)
+	ctx := clustertest.Context(t)
+	lease, err := a.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	primary := redis.NewClient(&redis.Options{Addr: c.Lock[0].Addr(), Protocol: 2, DisableIdentity: true})
+	defer primary.Close()
+	if got := primary.Get(ctx, "k").Val(); got != lease.Token {
+		t.Fatalf("primary holds %q, want the lease's token", got)
+	}
+	if _, err := b.Acquire(ctx, "k", time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
+		t.Fatalf("second Acquire: %v; want ErrNotAcquired", err)
+	}
+	if err := a.Release(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNodeClientSaysWhatToInstall(t *testing.T) {
+	impl, err := lockimpl.Builtin().Get("node-ioredis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := lockimpl.Config{Addrs: []string{"127.0.0.1:1"}}
+	newErr := func() error {
+		t.Helper()
+		l, err := impl.New(cfg)
+		if err == nil {
+			l.Close()
+			t.Fatal("New succeeded")
+		}
+		return err
+	}
+
+	t.Run("no client there", func(t *testing.T) {
+		t.Setenv(lockimpl.EnvNodeClient, filepath.Join(t.TempDir(), "nowhere"))
+		if err := newErr(); !strings.Contains(err.Error(), lockimpl.EnvNodeClient) {
+			t.Errorf("error %q does not name %s", err, lockimpl.EnvNodeClient)
+		}
+	})
+	t.Run("no node_modules", func(t *testing.T) {
+		src, err := os.ReadFile("../clients/node/lock.js")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "lock.js"), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(lockimpl.EnvNodeClient, dir)
+		if err := newErr(); !strings.Contains(err.Error(), "npm ci --prefix clients/node") || !strings.Contains(err.Error(), "ioredis") {
+			t.Errorf("error %q does not say to install ioredis with npm ci", err)
+		}
+	})
+	t.Run("no node", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		if err := newErr(); !strings.Contains(err.Error(), "node") || !strings.Contains(err.Error(), "PATH") {
+			t.Errorf("error %q does not say node is missing from PATH", err)
+		}
+	})
+}
+
+// The fakes below are shell scripts speaking (or failing to speak) the protocol.
+
+// fakeHello is a correct hello line without fencing.
+const fakeHello = `{"hello":"locklab-lock/1","name":"fake","fencing":false}`
+
+// fakeAnswering says hello, then answers every request with printf template $1, whose
+// %s is the request's id.
+const fakeAnswering = `echo '` + fakeHello + `'
+while read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  printf "$1\n" "$id"
+done`
+
+// fake builds a locker whose client is sh -c script with args.
+func fake(t *testing.T, cfg lockimpl.Config, fencing bool, script string, args ...string) (lockimpl.Locker, error) {
+	t.Helper()
+	if cfg.Addrs == nil {
+		cfg.Addrs = []string{"127.0.0.1:1"} // never dialled by a fake
+	}
+	argv := append([]string{"sh", "-c", script, "fake"}, args...)
+	l, err := lockimpl.Subprocess("fake", "a shell script", argv, fencing).New(cfg)
+	if err == nil {
+		t.Cleanup(func() { l.Close() })
+	}
+	return l, err
+}
+
+func mustFake(t *testing.T, cfg lockimpl.Config, fencing bool, script string, args ...string) lockimpl.Locker {
+	t.Helper()
+	l, err := fake(t, cfg, fencing, script, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// pidInError is the pid a fake printed as "pid=N" on stderr, quoted in err.
+func pidInError(t *testing.T, err error) int {
+	t.Helper()
+	m := regexp.MustCompile(`pid=(\d+)`).FindStringSubmatch(err.Error())
+	if m == nil {
+		t.Fatalf("error %q does not quote the client's stderr (pid=N)", err)
+	}
+	pid, _ := strconv.Atoi(m[1])
+	return pid
+}
+
+func TestSubprocessBadHello(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		fencing      bool
+		want         []string
+	}{
+		{"garbage", `echo "pid=$$" >&2; echo 'Welcome to my lock!'; cat >/dev/null`, false,
+			[]string{"malformed hello line", "Welcome to my lock!"}},
+		{"other version", `echo "pid=$$" >&2; echo '{"hello":"locklab-lock/2","fencing":false}'; cat >/dev/null`, false,
+			[]string{`"locklab-lock/2"`, lockimpl.SubprocessProtocol}},
+		{"fencing disagrees", `echo "pid=$$" >&2; echo '` + fakeHello + `'; cat >/dev/null`, true,
+			[]string{"fencing false", "registered with fencing true"}},
+		{"exits", `echo "pid=$$ cannot start: no config" >&2; exit 7`, false,
+			[]string{"exited before its hello line", "exit status 7", "cannot start: no config"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := fake(t, lockimpl.Config{}, tc.fencing, tc.script)
+			if err == nil {
+				t.Fatal("New succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if pid := pidInError(t, err); !reaped(pid) {
+				t.Errorf("client (pid %d) still there after New failed", pid)
+			}
+		})
+	}
+}
+
+func TestSubprocessNoHello(t *testing.T) {
+	cfg := lockimpl.Config{Timeout: 100 * time.Millisecond}
+	_, err := fake(t, cfg, false, `echo "pid=$$ booting" >&2; exec sleep 600`)
+	if err == nil {
+		t.Fatal("New succeeded")
+	}
+	if !strings.Contains(err.Error(), "no hello line within") || !strings.Contains(err.Error(), "booting") {
+		t.Errorf("error %q does not say the hello never came, with the client's stderr", err)
+	}
+	if pid := pidInError(t, err); !reaped(pid) {
+		t.Errorf("client (pid %d) still there after New failed", pid)
+	}
+}
+
+// The lease is what the client reports, counted from just before the request was sent,
+// never more than the TTL asked for.
+func TestSubprocessLease(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, answer string
+		fencing      bool
+		fence        int64
+		validity     time.Duration
+	}{
+		{"client validity", `{"id":%s,"outcome":"ok","token":"t","fence":0,"validity_ms":480}`, false, 0, 480 * time.Millisecond},
+		{"fractional validity", `{"id":%s,"outcome":"ok","token":"t","validity_ms":480.9}`, false, 0, 480 * time.Millisecond},
+		{"no validity", `{"id":%s,"outcome":"ok","token":"t"}`, false, 0, time.Second},
+		{"validity over ttl", `{"id":%s,"outcome":"ok","token":"t","validity_ms":5000}`, false, 0, time.Second},
+		{"negative validity", `{"id":%s,"outcome":"ok","token":"t","validity_ms":-5}`, false, 0, 0},
+		{"fence without fencing", `{"id":%s,"outcome":"ok","token":"t","fence":7,"validity_ms":480}`, false, 0, 480 * time.Millisecond},
+		{"fence", `{"id":%s,"outcome":"ok","token":"t","fence":7,"validity_ms":480}`, true, 7, 480 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &steppedClock{now: base, step: time.Millisecond}
+			script := fakeAnswering
+			if tc.fencing {
+				script = strings.Replace(script, `"fencing":false`, `"fencing":true`, 1)
+			}
+			l := mustFake(t, lockimpl.Config{Clock: clock}, tc.fencing, script, tc.answer)
+			lease, err := l.Acquire(clustertest.Context(t), "k", time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Acquire reads the clock once before sending, once when it returns.
+			if want := base.Add(tc.validity); !lease.Deadline.Equal(want) {
+				t.Errorf("deadline %v, want %v (the first clock reading + %s)", lease.Deadline, want, tc.validity)
+			}
+			if want := tc.validity - time.Millisecond; lease.Validity != want {
+				t.Errorf("validity %s, want %s", lease.Validity, want)
+			}
+			if lease.Token != "t" || lease.Fence != tc.fence || lease.Key != "k" {
+				t.Errorf("lease %+v, want key k, token t, fence %d", lease, tc.fence)
+			}
+		})
+	}
+}
+
+func TestSubprocessOutcomes(t *testing.T) {
+	ctx := clustertest.Context(t)
+	lease := lockimpl.Lease{Key: "k", Token: "t"}
+
+	l := mustFake(t, lockimpl.Config{}, false, fakeAnswering, `{"id":%s,"outcome":"fail","error":"held by another"}`)
+	if _, err := l.Acquire(ctx, "k", time.Second); !errors.Is(err, lockimpl.ErrNotAcquired) || !strings.Contains(err.Error(), "held by another") {
+		t.Errorf("Acquire answered fail: %v; want ErrNotAcquired with the client's reason", err)
+	}
+	if err := l.Release(ctx, lease); !errors.Is(err, lockimpl.ErrNotHeld) {
+		t.Errorf("Release answered fail: %v; want ErrNotHeld", err)
+	}
+	if _, err := l.Extend(ctx, lease, time.Second); !errors.Is(err, lockimpl.ErrNotHeld) {
+		t.Errorf("Extend answered fail: %v; want ErrNotHeld", err)
+	}
+
+	l = mustFake(t, lockimpl.Config{}, false, fakeAnswering, `{"id":%s,"outcome":"unknown","error":"connection reset"}`)
+	p := clientProcess(t, l)
+	pid := p.Pid()
+	_, err := l.Acquire(ctx, "k", time.Second)
+	if lockimpl.Classify(err) != histories.Unknown || !strings.Contains(err.Error(), "connection reset") {
+		t.Errorf("Acquire answered unknown: %v; want unknown with the client's reason", err)
+	}
+	if err := l.Release(ctx, lease); lockimpl.Classify(err) != histories.Unknown {
+		t.Errorf("Release answered unknown: %v", err)
+	}
+	if p.Pid() != pid {
+		t.Errorf("client replaced after well-formed answers (pid %d, was %d)", p.Pid(), pid)
+	}
+
+	l = mustFake(t, lockimpl.Config{}, false, fakeAnswering, `{"id":%s,"outcome":"ok"}`)
+	if err := l.Release(ctx, lease); err != nil {
+		t.Errorf("Release answered ok: %v", err)
+	}
+}
+
+func TestSubprocessExtendUnsupported(t *testing.T) {
+	script := strings.Replace(fakeAnswering, `"fencing":false`, `"fencing":false,"extend":false`, 1)
+	l := mustFake(t, lockimpl.Config{}, false, script, `{"id":%s,"outcome":"ok","token":"t"}`)
+	if _, err := l.Extend(clustertest.Context(t), lockimpl.Lease{Key: "k", Token: "t"}, time.Second); !errors.Is(err, lockimpl.ErrUnsupported) {
+		t.Fatalf("Extend on a client that cannot: %v; want ErrUnsupported", err)
+	}
+}
+
+// A broken answer is unknown, the client is killed, and the next request runs a new one.
+func TestSubprocessBrokenAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer, want string
+	}{
+		{"garbage", `this is not JSON %s`, `"this is not JSON`},
+		{"wrong id", `{"id":999%s,"outcome":"ok","token":"t"}`, "want"},
+		{"no id", `{"outcome":"ok","token":"t"}`, "has no id"},
+		{"unknown outcome", `{"id":%s,"outcome":"maybe"}`, `outcome "maybe"`},
+		{"ok without token", `{"id":%s,"outcome":"ok"}`, "without a token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := mustFake(t, lockimpl.Config{}, false, fakeAnswering, tc.answer)
+			p := clientProcess(t, l)
+			pid := p.Pid()
+			_, err := l.Acquire(clustertest.Context(t), "k", time.Second)
+			if lockimpl.Classify(err) != histories.Unknown || !strings.Contains(err.Error(), "client process broken") ||
+				!strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Acquire answered %q: %v; want unknown, broken, naming %q", tc.answer, err, tc.want)
+			}
+			if !reaped(pid) || p.Pid() != 0 {
+				t.Fatalf("broken client (pid %d) not killed and forgotten (Pid %d)", pid, p.Pid())
+			}
+			// The next request starts a new client (which breaks the same way).
+			_, err = l.Acquire(clustertest.Context(t), "k", time.Second)
+			if lockimpl.Classify(err) != histories.Unknown || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("second Acquire: %v", err)
+			}
+		})
+	}
+}
+
+func TestSubprocessDiesMidRequest(t *testing.T) {
+	l := mustFake(t, lockimpl.Config{}, false, `echo '`+fakeHello+`'; read -r line; echo "dying with $line" >&2; exit 3`)
+	pid := clientProcess(t, l).Pid()
+	_, err := l.Acquire(clustertest.Context(t), "k", time.Second)
+	if lockimpl.Classify(err) != histories.Unknown {
+		t.Fatalf("Acquire: %v; want unknown", err)
+	}
+	for _, w := range []string{"exited before answering", "exit status 3", `dying with {"id":1,"op":"acquire","key":"k","ttl_ms":1000}`} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+	if !reaped(pid) {
+		t.Errorf("client (pid %d) not reaped", pid)
+	}
+}
+
+func TestSubprocessNoAnswer(t *testing.T) {
+	l := mustFake(t, lockimpl.Config{Timeout: 100 * time.Millisecond}, false, `echo '`+fakeHello+`'; exec sleep 600`)
+	pid := clientProcess(t, l).Pid()
+	_, err := l.Acquire(clustertest.Context(t), "k", time.Second)
+	if lockimpl.Classify(err) != histories.Unknown || !strings.Contains(err.Error(), "no answer within") {
+		t.Fatalf("Acquire: %v; want unknown, no answer", err)
+	}
+	if !reaped(pid) {
+		t.Errorf("silent client (pid %d) not killed", pid)
+	}
+}
+
+// Close reaps the client and kills what it left running in its process group, also when
+// the client is frozen.
+func TestSubprocessCloseKillsTheGroup(t *testing.T) {
+	for _, frozen := range []bool{false, true} {
+		t.Run("frozen="+strconv.FormatBool(frozen), func(t *testing.T) {
+			childFile := filepath.Join(t.TempDir(), "child")
+			l := mustFake(t, lockimpl.Config{}, false,
+				`sleep 600 & echo $! > "$1"; echo '`+fakeHello+`'; cat >/dev/null`, childFile)
+			p := clientProcess(t, l)
+			pid := p.Pid()
+			var child int
+			waitFor(t, "the client writes its child's pid", func() bool {
+				b, _ := os.ReadFile(childFile)
+				child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+				return child > 0
+			})
+			if frozen {
+				if err := p.Signal(syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !reaped(pid) {
+				t.Errorf("client (pid %d) still there after Close", pid)
+			}
+			// The child is reparented when the client exits: gone or a zombie for its new parent.
+			waitFor(t, "the client's child dies", func() bool { return notRunning(child) })
+		})
+	}
+}
+
+// envDeathHelper makes the test binary act as a locklab that starts a client and then
+// waits to be killed (TestSubprocessClientDiesWithLocklab).
+const envDeathHelper = "LOCKLAB_TEST_DEATH_HELPER"
+
+// A client must not outlive locklab, even when locklab is SIGKILLed and closes nothing:
+// the parent-death signal kills it. The client here ignores its stdin, so only that
+// signal can end it.
+func TestSubprocessClientDiesWithLocklab(t *testing.T) {
+	if os.Getenv(envDeathHelper) != "" {
+		l, err := fake(t, lockimpl.Config{}, false, `echo '`+fakeHello+`'; exec sleep 600`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout.WriteString("client=" + strconv.Itoa(clientProcess(t, l).Pid()) + "\n")
+		time.Sleep(clustertest.Wait) // killed long before
+		return
+	}
+	helper := exec.Command(os.Args[0], "-test.run=^TestSubprocessClientDiesWithLocklab$")
+	helper.Env = append(os.Environ(), envDeathHelper+"=1")
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer helper.Wait()
+	defer helper.Process.Kill()
+	sc := bufio.NewScanner(out)
+	client := 0
+	for client == 0 && sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "client="); ok {
+			client, _ = strconv.Atoi(v)
+		}
+	}
+	if client <= 0 {
+		t.Fatalf("the helper did not report its client's pid (%v)", sc.Err())
+	}
+	if notRunning(client) {
+		t.Fatalf("client (pid %d) not running before its locklab was killed", client)
+	}
+	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the client dies with its locklab", func() bool { return notRunning(client) })
+}
