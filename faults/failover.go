@@ -175,6 +175,9 @@ func (f *failover) cutWhenIdle(ctx context.Context, c *cluster.Cluster, primary 
 	defer cancel()
 	for {
 		leases, err := c.Leases(ctx, primary)
+		if err != nil && ctx.Err() != nil {
+			leases, err = 1, nil // out of time while looking: as if it held one
+		}
 		if err != nil {
 			return err
 		}

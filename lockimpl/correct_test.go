@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"testing"
 	"time"
 
@@ -14,7 +13,7 @@ import (
 )
 
 // correct are the implementations that must be safe on a single healthy server.
-var correct = []string{"setnx", "fenced"}
+var correct = []string{"setnx", "fenced", "redislock", "node-ioredis"}
 
 func forEachCorrect(t *testing.T, f func(t *testing.T, name string)) {
 	for _, name := range correct {
@@ -32,8 +31,9 @@ func TestAcquireRelease(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
-		if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(lease.Token) || lease.Key != "k" {
-			t.Fatalf("lease %+v: want key k and a 128-bit hex token", lease)
+		// Token formats are the implementation's own (ours: 128-bit hex; redislock: base64).
+		if len(lease.Token) < 16 || lease.Key != "k" {
+			t.Fatalf("lease %+v: want key k and a random token of at least 16 characters", lease)
 		}
 		if lease.Validity <= 0 || lease.Validity > ttl || lease.Remaining(time.Now()) > ttl {
 			t.Fatalf("validity %s, remaining %s; want in (0, %s]", lease.Validity, lease.Remaining(time.Now()), ttl)
@@ -191,17 +191,23 @@ func TestDeadlineCountsFromBeforeTheCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// First reading before sending, second at return.
-		if !lease.Deadline.Equal(start.Add(ttl)) || lease.Validity != ttl-10*time.Millisecond {
-			t.Fatalf("deadline %v, validity %s; want %v and %s", lease.Deadline, lease.Validity, start.Add(ttl), ttl-10*time.Millisecond)
+		// First reading before sending, second at return. The deadline never passes
+		// send time + ttl (a client that measures its own validity, as the Node.js one
+		// does, may put it a little earlier); the validity is what is left of it at return.
+		checkLease := func(what string, l lockimpl.Lease, sent, returned time.Time) {
+			t.Helper()
+			latest := sent.Add(ttl)
+			if l.Deadline.After(latest) || l.Deadline.Before(latest.Add(-50*time.Millisecond)) || l.Validity != l.Deadline.Sub(returned) {
+				t.Fatalf("%s: deadline %v, validity %s; want a deadline in [%v, %v] and the validity left of it at %v",
+					what, l.Deadline, l.Validity, latest.Add(-50*time.Millisecond), latest, returned)
+			}
 		}
+		checkLease("acquire", lease, start, start.Add(10*time.Millisecond))
 		ext, err := l.Extend(clustertest.Context(t), lease, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := start.Add(20*time.Millisecond + ttl); !ext.Deadline.Equal(want) || ext.Validity != ttl-10*time.Millisecond {
-			t.Fatalf("extended deadline %v, validity %s; want %v and %s", ext.Deadline, ext.Validity, want, ttl-10*time.Millisecond)
-		}
+		checkLease("extend", ext, start.Add(20*time.Millisecond), start.Add(30*time.Millisecond))
 	})
 }
 

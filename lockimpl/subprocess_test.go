@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
@@ -101,116 +99,6 @@ func TestNodeClientRegistryEntry(t *testing.T) {
 	if impl.Topology != "single" || impl.Fencing || impl.Mutant || impl.Description == "" ||
 		len(impl.Steps) != 1 || impl.Steps[0] != lockimpl.StepGranted {
 		t.Errorf("node-ioredis = %+v", impl)
-	}
-}
-
-func TestNodeClientAcquireRelease(t *testing.T) {
-	addr, rc := server(t)
-	a, b := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}}), nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
-	ctx := clustertest.Context(t)
-	const ttl = time.Minute
-	lease, err := a.Acquire(ctx, "k", ttl)
-	if err != nil {
-		t.Fatalf("Acquire: %v", err)
-	}
-	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(lease.Token) || lease.Key != "k" || lease.Fence != 0 {
-		t.Fatalf("lease %+v: want key k, a 128-bit hex token, no fence", lease)
-	}
-	if lease.Validity <= 0 || lease.Validity > ttl || lease.Remaining(time.Now()) > ttl {
-		t.Fatalf("validity %s, remaining %s; want in (0, %s]", lease.Validity, lease.Remaining(time.Now()), ttl)
-	}
-	if got := rc.Get(ctx, "k").Val(); got != lease.Token {
-		t.Fatalf("server holds %q, want the lease's token", got)
-	}
-	if pttl := rc.PTTL(ctx, "k").Val(); pttl <= 0 || pttl > ttl {
-		t.Fatalf("PTTL %s, want in (0, %s]", pttl, ttl)
-	}
-	_, err = b.Acquire(ctx, "k", ttl)
-	if !errors.Is(err, lockimpl.ErrNotAcquired) || lockimpl.Classify(err) != histories.Fail {
-		t.Fatalf("second Acquire: %v; want ErrNotAcquired", err)
-	}
-	if err := a.Release(ctx, lease); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-	if rc.Exists(ctx, "k").Val() != 0 {
-		t.Fatal("key still there after Release")
-	}
-	if err := a.Release(ctx, lease); !errors.Is(err, lockimpl.ErrNotHeld) || lockimpl.Classify(err) != histories.Fail {
-		t.Fatalf("second Release: %v; want ErrNotHeld", err)
-	}
-	if _, err := b.Acquire(ctx, "k", ttl); err != nil {
-		t.Fatalf("Acquire after Release: %v", err)
-	}
-}
-
-func TestNodeClientStaleLeaseCannotHarmNewHolder(t *testing.T) {
-	addr, rc := server(t)
-	a, b := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}}), nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
-	ctx := clustertest.Context(t)
-	stale, err := a.Acquire(ctx, "k", 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, rc, "k")
-	fresh, err := b.Acquire(ctx, "k", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Release(ctx, stale); !errors.Is(err, lockimpl.ErrNotHeld) {
-		t.Fatalf("Release of a stale lease: %v; want ErrNotHeld", err)
-	}
-	if _, err := a.Extend(ctx, stale, time.Hour); !errors.Is(err, lockimpl.ErrNotHeld) {
-		t.Fatalf("Extend of a stale lease: %v; want ErrNotHeld", err)
-	}
-	if got := rc.Get(ctx, "k").Val(); got != fresh.Token {
-		t.Fatalf("server holds %q, want the new holder's token", got)
-	}
-	if pttl := rc.PTTL(ctx, "k").Val(); pttl > time.Minute {
-		t.Fatalf("PTTL %s: the stale extend touched the new holder's lock", pttl)
-	}
-}
-
-func TestNodeClientExtend(t *testing.T) {
-	addr, rc := server(t)
-	l := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
-	ctx := clustertest.Context(t)
-	lease, err := l.Acquire(ctx, "k", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ext, err := l.Extend(ctx, lease, time.Hour)
-	if err != nil {
-		t.Fatalf("Extend: %v", err)
-	}
-	if ext.Key != lease.Key || ext.Token != lease.Token || ext.Fence != lease.Fence {
-		t.Fatalf("extended lease %+v does not keep key, token and fence of %+v", ext, lease)
-	}
-	if !ext.Deadline.After(lease.Deadline) || ext.Validity <= time.Second || ext.Validity > time.Hour {
-		t.Fatalf("extended deadline %v (validity %s), was %v", ext.Deadline, ext.Validity, lease.Deadline)
-	}
-	if pttl := rc.PTTL(ctx, "k").Val(); pttl <= time.Second || pttl > time.Hour {
-		t.Fatalf("PTTL after Extend %s, want in (1s, 1h]", pttl)
-	}
-	if err := l.Release(ctx, ext); err != nil {
-		t.Fatalf("Release of the extended lease: %v", err)
-	}
-}
-
-func TestNodeClientStepGranted(t *testing.T) {
-	addr, rc := server(t)
-	var steps []string
-	var held string
-	l := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}, Step: func(ctx context.Context, step string) error {
-		steps = append(steps, step)
-		held = rc.Get(ctx, "k").Val()
-		return lockimpl.ErrCrashed
-	}})
-	_, err := l.Acquire(clustertest.Context(t), "k", time.Minute)
-	if !errors.Is(err, lockimpl.ErrCrashed) || lockimpl.Classify(err) != histories.Unknown {
-		t.Fatalf("Acquire with a crash at %s: %v; want ErrCrashed", lockimpl.StepGranted, err)
-	}
-	if len(steps) != 1 || steps[0] != lockimpl.StepGranted || held == "" {
-		t.Fatalf("steps %v, lock held at the step %q; want one %s after the grant", steps, held, lockimpl.StepGranted)
 	}
 }
 
@@ -357,27 +245,6 @@ func TestNodeClientContextCancelledMidRequest(t *testing.T) {
 		t.Fatalf("Pid %d after the client was killed, want 0 until the next request", p.Pid())
 	}
 	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestNodeClientRunsOnReplicated(t *testing.T) {
-	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Replicated, Nodes: 2})
-	a, b := replicatedLocker(t, c, "node-ioredis", 0, time.Second), replicatedLocker(t, c, "node-ioredis", 1, time.Second)
-	ctx := clustertest.Context(t)
-	lease, err := a.Acquire(ctx, "k", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	primary := redis.NewClient(&redis.Options{Addr: c.Lock[0].Addr(), Protocol: 2, DisableIdentity: true})
-	defer primary.Close()
-	if got := primary.Get(ctx, "k").Val(); got != lease.Token {
-		t.Fatalf("primary holds %q, want the lease's token", got)
-	}
-	if _, err := b.Acquire(ctx, "k", time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
-		t.Fatalf("second Acquire: %v; want ErrNotAcquired", err)
-	}
-	if err := a.Release(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -317,39 +317,6 @@ func TestRedsyncCrashAfterGrant(t *testing.T) {
 
 // --- bsm/redislock ---------------------------------------------------------------------
 
-func TestBSMRedislockAcquireRelease(t *testing.T) {
-	addr, rc := server(t)
-	a, b := locker(t, "redislock", addr, nil), locker(t, "redislock", addr, nil)
-	ctx := clustertest.Context(t)
-	const ttl = time.Minute
-	before := time.Now()
-	lease, err := a.Acquire(ctx, "k", ttl)
-	if err != nil {
-		t.Fatalf("Acquire: %v", err)
-	}
-	if lease.Key != "k" || lease.Token == "" || lease.Fence != 0 || lease.Validity <= 0 || lease.Validity > ttl || lease.Deadline.After(time.Now().Add(ttl)) || lease.Deadline.Before(before) {
-		t.Fatalf("lease %+v: want key k, a token, no fence, validity in (0, %s]", lease, ttl)
-	}
-	if got := rc.Get(ctx, "k").Val(); got != lease.Token {
-		t.Fatalf("server holds %q, want the lease's token %q", got, lease.Token)
-	}
-	if pttl := rc.PTTL(ctx, "k").Val(); pttl <= 0 || pttl > ttl {
-		t.Fatalf("PTTL %s, want in (0, %s]", pttl, ttl)
-	}
-	_, err = b.Acquire(ctx, "k", ttl)
-	tpWantRefused(t, "contending Acquire", err, lockimpl.ErrNotAcquired)
-	if err := a.Release(ctx, lease); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-	if rc.Exists(ctx, "k").Val() != 0 {
-		t.Fatal("key still there after Release")
-	}
-	tpWantRefused(t, "second Release", a.Release(ctx, lease), lockimpl.ErrNotHeld)
-	if _, err := b.Acquire(ctx, "k", ttl); err != nil {
-		t.Fatalf("Acquire after Release: %v", err)
-	}
-}
-
 func TestBSMRedislockStaleLeaseCannotHarmNewHolder(t *testing.T) {
 	addr, rc := server(t)
 	a, b := locker(t, "redislock", addr, nil), locker(t, "redislock", addr, nil)
@@ -433,37 +400,6 @@ func TestBSMRedislockServerKilled(t *testing.T) {
 	tpWantUnknown(t, "Release on a killed server", l.Release(ctx, lease))
 	_, err = l.Acquire(ctx, "k2", time.Minute)
 	tpWantUnknown(t, "Acquire on a killed server", err)
-}
-
-func TestBSMRedislockCrashAfterGrant(t *testing.T) {
-	addr, rc := server(t)
-	l := locker(t, "redislock", addr, tpCrashAtGrant)
-	ctx := clustertest.Context(t)
-	_, err := l.Acquire(ctx, "k", time.Minute)
-	if !errors.Is(err, lockimpl.ErrCrashed) || lockimpl.Classify(err) != histories.Unknown {
-		t.Fatalf("Acquire: %v; want the injected crash, unknown", err)
-	}
-	if pttl := rc.PTTL(ctx, "k").Val(); pttl <= 0 {
-		t.Fatalf("PTTL %s, want the granted lock left to expire", pttl)
-	}
-}
-
-func TestBSMRedislockRunsOnReplicated(t *testing.T) {
-	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Replicated, Nodes: 2})
-	ctx := clustertest.Context(t)
-	a, b := replicatedLocker(t, c, "redislock", 0, time.Second), replicatedLocker(t, c, "redislock", 1, time.Second)
-	lease, err := a.Acquire(ctx, "k", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := tpRawClient(t, c.Lock[0].Addr()).Get(ctx, "k").Val(); got != lease.Token {
-		t.Fatalf("primary holds %q, want the lease's token", got)
-	}
-	_, err = b.Acquire(ctx, "k", time.Minute)
-	tpWantRefused(t, "contending Acquire", err, lockimpl.ErrNotAcquired)
-	if err := a.Release(ctx, lease); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // --- rueidislock ---------------------------------------------------------------------
