@@ -281,8 +281,12 @@ func (p Plan) WithFencing(mode string) Plan {
 
 // MarshalIndent is the plan as saved in plan.json.
 func (p Plan) MarshalIndent() []byte {
-	b, _ := json.MarshalIndent(p, "", "  ") // a Plan always marshals: plain values only
-	return append(b, '\n')
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // link names such as client:0->store stay readable
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(p) // a Plan always encodes: plain values only
+	return b.Bytes()
 }
 
 // lineAt is the 1-based line of byte offset off in data.

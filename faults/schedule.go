@@ -103,7 +103,8 @@ func (sch *Schedule) run(ctx context.Context, it *item) {
 	if !sleep(ctx, it.spec.At) {
 		return
 	}
-	if err := it.fault.Inject(ctx, sch.env); err != nil {
+	if err := it.fault.Inject(ctx, sch.env); err != nil && ctx.Err() == nil {
+		// An injection cut short by Stop is no error: Stop heals whatever it did.
 		sch.fail(fmt.Errorf("inject %s: %w", it.spec, err))
 	}
 	if !it.kind.ownWindow && sch.env.Rec != nil {
@@ -116,8 +117,10 @@ func (sch *Schedule) run(ctx context.Context, it *item) {
 	sch.heal(ctx, it)
 }
 
+// heal heals it. A heal cut short by Stop's cancellation is no error: Stop heals every
+// fault again with a context of its own, and its error counts.
 func (sch *Schedule) heal(ctx context.Context, it *item) {
-	if err := it.fault.Heal(ctx, sch.env); err != nil {
+	if err := it.fault.Heal(ctx, sch.env); err != nil && ctx.Err() == nil {
 		sch.fail(fmt.Errorf("heal %s: %w", it.spec, err))
 	}
 	if it.window >= 0 && sch.env.Rec != nil {

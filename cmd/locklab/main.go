@@ -76,5 +76,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newListCmd(), newMatrixCmd(), newExportCmd())
+	root.AddCommand(newCampaignCmd(), newReplayCmd(), newDetectionCmd())
 	return root
 }

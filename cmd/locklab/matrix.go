@@ -254,31 +254,37 @@ func relativeDir(from, to string) (string, error) {
 // replaceMatrixBlock puts block between the marker lines of doc (name is the file, for
 // errors): exactly one begin line, then exactly one end line after it.
 func replaceMatrixBlock(doc []byte, block, name string) ([]byte, error) {
+	return replaceBlock(doc, block, name, matrixBegin, matrixEnd)
+}
+
+// replaceBlock replaces what lies between the line beginMarker and the line endMarker of
+// doc (named name in errors) with block; the marker lines stay.
+func replaceBlock(doc []byte, block, name, beginMarker, endMarker string) ([]byte, error) {
 	lines := bytes.SplitAfter(doc, []byte("\n"))
 	begin, end := -1, -1
 	for i, l := range lines {
 		switch strings.TrimSpace(string(l)) {
-		case matrixBegin:
+		case beginMarker:
 			if begin >= 0 {
-				return nil, fmt.Errorf("%s: line %s appears twice (lines %d and %d)", name, matrixBegin, begin+1, i+1)
+				return nil, fmt.Errorf("%s: line %s appears twice (lines %d and %d)", name, beginMarker, begin+1, i+1)
 			}
 			begin = i
-		case matrixEnd:
+		case endMarker:
 			if end >= 0 {
-				return nil, fmt.Errorf("%s: line %s appears twice (lines %d and %d)", name, matrixEnd, end+1, i+1)
+				return nil, fmt.Errorf("%s: line %s appears twice (lines %d and %d)", name, endMarker, end+1, i+1)
 			}
 			end = i
 		}
 	}
 	switch {
 	case begin < 0 && end < 0:
-		return nil, fmt.Errorf("%s: no matrix markers: the table goes between a line %s and a line %s", name, matrixBegin, matrixEnd)
+		return nil, fmt.Errorf("%s: no markers: the text goes between a line %s and a line %s", name, beginMarker, endMarker)
 	case begin < 0:
-		return nil, fmt.Errorf("%s: no line %s before %s (line %d)", name, matrixBegin, matrixEnd, end+1)
+		return nil, fmt.Errorf("%s: no line %s before %s (line %d)", name, beginMarker, endMarker, end+1)
 	case end < 0:
-		return nil, fmt.Errorf("%s: no line %s after %s (line %d)", name, matrixEnd, matrixBegin, begin+1)
+		return nil, fmt.Errorf("%s: no line %s after %s (line %d)", name, endMarker, beginMarker, begin+1)
 	case end < begin:
-		return nil, fmt.Errorf("%s: %s (line %d) comes before %s (line %d)", name, matrixEnd, end+1, matrixBegin, begin+1)
+		return nil, fmt.Errorf("%s: %s (line %d) comes before %s (line %d)", name, endMarker, end+1, beginMarker, begin+1)
 	}
 	var b bytes.Buffer
 	for _, l := range lines[:begin+1] {

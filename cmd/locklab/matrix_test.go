@@ -25,7 +25,7 @@ func TestReplaceMatrixBlock(t *testing.T) {
 		t.Fatalf("second replacement: %v\n%s", err, again)
 	}
 	for _, c := range []struct{ doc, want string }{
-		{"no markers\n", "docs/README.md: no matrix markers"},
+		{"no markers\n", "docs/README.md: no markers"},
 		{"<!-- matrix:begin -->\n", "docs/README.md: no line <!-- matrix:end --> after <!-- matrix:begin --> (line 1)"},
 		{"x\n<!-- matrix:end -->\n", "docs/README.md: no line <!-- matrix:begin --> before <!-- matrix:end --> (line 2)"},
 		{"<!-- matrix:end -->\n<!-- matrix:begin -->\n", "comes before"},
@@ -56,7 +56,7 @@ func TestMatrixBadFlags(t *testing.T) {
 		{[]string{"--nodes", "0"}, "flag --nodes: want at least 1 node, got 0"},
 		{[]string{"--out", ""}, "flag --out:"},
 		// Checked before any run: a matrix of hours must not fail at its last step.
-		{[]string{"--readme", noMarkers}, "flag --readme: " + noMarkers + ": no matrix markers"},
+		{[]string{"--readme", noMarkers}, "flag --readme: " + noMarkers + ": no markers"},
 		{[]string{"--readme", filepath.Join(dir, "missing.md")}, "flag --readme: open " + filepath.Join(dir, "missing.md")},
 	} {
 		// A flag error that slipped through would run only this one small cell.

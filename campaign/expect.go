@@ -1,0 +1,201 @@
+package campaign
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/locklab/locklab/cluster"
+	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/workload"
+)
+
+// Rule says which properties the models guarantee for the plans it matches. A plan
+// matches when its implementation, topology and fencing mode are among the rule's (an
+// empty list allows any), it is calm when the rule asks so (see Calm), and every one of
+// its faults matches one of the rule's fault matches (a rule without any matches only
+// fault-free plans). The rules only ever say "holds": a property no rule names is not
+// expected, and its violation is a finding, not a failure.
+type Rule struct {
+	Name       string
+	Why        string
+	Impls      []string // implementation names; AnyCorrect stands for every non-mutant
+	Topologies []string // topology kinds
+	Fencings   []string
+	Calm       bool
+	Faults     []FaultMatch
+	Holds      []lin.Property
+}
+
+// AnyCorrect in Rule.Impls matches every implementation that is not a mutant.
+const AnyCorrect = "*correct"
+
+// FaultMatch matches a fault by kind and by the side of the system it touches.
+type FaultMatch struct {
+	Kind string
+	// Side is what the fault touches: SideClient, SideStore (the protected store, or only
+	// links to it), SideLock (lock servers, links to them, replication); "" for any.
+	Side string
+	// Persistence, when set, is what the lock servers' persistence must be.
+	Persistence []string
+	// Points, when set, are the client points (client faults) the fault must strike at.
+	Points []string
+}
+
+// Sides of the system a fault can touch.
+const (
+	SideClient = "client"
+	SideStore  = "store"
+	SideLock   = "lock"
+)
+
+// faultSide is what f touches: its client, the store (a server or only links ending at
+// it), or the lock service (anything else).
+func faultSide(f FaultSpec) string {
+	switch {
+	case strings.HasPrefix(f.Kind, "client-"):
+		return SideClient
+	case f.Target == "store", strings.HasPrefix(f.Kind, "net-") && strings.HasSuffix(f.Target, "->store"):
+		return SideStore
+	}
+	return SideLock
+}
+
+// Rules are the expectations of the models (DESIGN.md's properties, the TLA+ specs, the
+// catalog's documented verdicts), each a claim that must hold on every run it matches.
+// They are deliberately few: where a fault could break a property through timing the
+// models do not bound, no rule claims it.
+func Rules() []Rule {
+	all := []lin.Property{lin.P1, lin.P2, lin.P3, lin.L1}
+	// Faults that cannot make an INCR counter on one server hand out a fence twice: every
+	// kind, except a crash of a lock server that does not fsync every write before
+	// answering (restart-amnesia; aof-everysec is left out although a process crash keeps
+	// what reached the kernel, since a machine crash would not).
+	fenceSafe := []FaultMatch{
+		{Kind: "client-pause"}, {Kind: "client-crash"}, {Kind: "client-clock"},
+		{Kind: "server-pause"}, {Kind: "server-clock"},
+		{Kind: "server-crash", Side: SideStore},
+		{Kind: "server-crash", Side: SideLock, Persistence: []string{string(cluster.PersistAOFAlways)}},
+		{Kind: "net-latency"}, {Kind: "net-blackhole"}, {Kind: "net-reset"}, {Kind: "reply-delay"},
+	}
+	// The same for P2 with fencing full, but the store must not forget: a store crash loses
+	// its value and the largest fence it has seen.
+	storeSafe := slices.DeleteFunc(slices.Clone(fenceSafe), func(m FaultMatch) bool {
+		return m.Kind == "server-crash" && m.Side == SideStore
+	})
+	// On a replicated topology anything that touches the lock servers may end in a
+	// promotion of a replica that missed the last INCR (failover-loss): only faults away
+	// from them.
+	clientOrStore := []FaultMatch{
+		{Kind: "client-pause"}, {Kind: "client-crash"}, {Kind: "client-clock"},
+		{Kind: "server-pause", Side: SideStore}, {Kind: "server-crash", Side: SideStore},
+		{Kind: "net-latency", Side: SideStore}, {Kind: "net-blackhole", Side: SideStore}, {Kind: "net-reset", Side: SideStore},
+	}
+	replicatedStoreSafe := slices.DeleteFunc(slices.Clone(clientOrStore), func(m FaultMatch) bool {
+		return m.Kind == "server-crash"
+	})
+	single, both := []string{cluster.Single}, []string{cluster.Single, cluster.Replicated}
+	return []Rule{
+		{
+			Name: "fault-free", Impls: []string{AnyCorrect}, Calm: true, Holds: all,
+			Why: "a correct lock without faults, whose critical sections stay well inside the lease, keeps every property",
+		},
+		{
+			Name: "client-crash", Impls: []string{"setnx", "fenced"}, Topologies: both, Calm: true,
+			Faults: []FaultMatch{{Kind: "client-crash"}}, Holds: all,
+			Why: "a crashed client ends its own belief and sends nothing more; its lease expires by its TTL",
+		},
+		{
+			Name: "late-release", Impls: []string{"setnx", "fenced"}, Topologies: both, Calm: true,
+			Faults: []FaultMatch{{Kind: "client-crash"}, {Kind: "client-pause", Points: []string{workload.InRelease}}}, Holds: all,
+			Why: "a release held up after it was issued ends its caller's belief before it stalls, and the token check makes it harmless when it arrives late",
+		},
+		{
+			Name: "fences-single-server", Impls: []string{"fenced"}, Topologies: single,
+			Faults: fenceSafe, Holds: []lin.Property{lin.P3},
+			Why: "fences come from INCR on one server that never forgets a write it acknowledged, so they grow",
+		},
+		{
+			Name: "full-fencing-single-server", Impls: []string{"fenced"}, Topologies: single, Fencings: []string{"full"},
+			Faults: storeSafe, Holds: []lin.Property{lin.P2},
+			Why: "growing fences checked on every read and write keep the data safe whoever believes what (Kleppmann's fencing)",
+		},
+		{
+			Name: "fences-replicated-no-lock-faults", Impls: []string{"fenced"}, Topologies: []string{cluster.Replicated},
+			Faults: clientOrStore, Holds: []lin.Property{lin.P3},
+			Why: "without faults on the lock servers no replica is promoted, and the primary's INCR counter grows",
+		},
+		{
+			Name: "full-fencing-replicated-no-lock-faults", Impls: []string{"fenced"}, Topologies: []string{cluster.Replicated},
+			Fencings: []string{"full"}, Faults: replicatedStoreSafe, Holds: []lin.Property{lin.P2},
+			Why: "growing fences checked on every access, from a primary that is never replaced",
+		},
+		{
+			Name: "progress-client-and-store-faults", Impls: []string{"setnx", "fenced"}, Topologies: both,
+			Faults: clientOrStore, Holds: []lin.Property{lin.L1},
+			Why: "every lease these locks grant expires by the lock server's clock, which these faults leave alone",
+		},
+	}
+}
+
+// Expected is which properties the models say must hold for plan p of implementation
+// impl: the union of what every matching rule holds. A mutant is expected to hold nothing.
+func Expected(p Plan, impl lockimpl.Impl) map[lin.Property]bool {
+	out := map[lin.Property]bool{}
+	for prop := range ExpectedBy(p, impl) {
+		out[prop] = true
+	}
+	return out
+}
+
+// ExpectedBy is Expected with the name of the first rule that claims each property.
+func ExpectedBy(p Plan, impl lockimpl.Impl) map[lin.Property]string {
+	out := map[lin.Property]string{}
+	if impl.Mutant {
+		return out
+	}
+	for _, r := range Rules() {
+		if !r.matches(p, impl) {
+			continue
+		}
+		for _, prop := range r.Holds {
+			if _, ok := out[prop]; !ok {
+				out[prop] = r.Name
+			}
+		}
+	}
+	return out
+}
+
+func (r Rule) matches(p Plan, impl lockimpl.Impl) bool {
+	if !slices.Contains(r.Impls, impl.Name) && !(slices.Contains(r.Impls, AnyCorrect) && !impl.Mutant) {
+		return false
+	}
+	topo, err := cluster.ParseTopology(p.Topology)
+	if err != nil {
+		return false
+	}
+	if len(r.Topologies) > 0 && !slices.Contains(r.Topologies, topo.Kind) {
+		return false
+	}
+	if len(r.Fencings) > 0 && !slices.Contains(r.Fencings, p.Fencing) {
+		return false
+	}
+	if r.Calm && !Calm(p) {
+		return false
+	}
+	persistence := p.Persistence
+	if persistence == "" {
+		persistence = string(cluster.PersistNone)
+	}
+	for _, f := range p.Faults {
+		if !slices.ContainsFunc(r.Faults, func(m FaultMatch) bool {
+			return m.Kind == f.Kind && (m.Side == "" || m.Side == faultSide(f)) &&
+				(len(m.Persistence) == 0 || slices.Contains(m.Persistence, persistence)) &&
+				(len(m.Points) == 0 || slices.Contains(m.Points, f.Point))
+		}) {
+			return false
+		}
+	}
+	return true
+}

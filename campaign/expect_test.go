@@ -1,0 +1,179 @@
+package campaign
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+func props(m map[lin.Property]bool) []lin.Property {
+	var out []lin.Property
+	for _, p := range lin.AllProperties() {
+		if m[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestExpectedTable: the rules say what the models guarantee, no more.
+func TestExpectedTable(t *testing.T) {
+	reg := lockimpl.Builtin()
+	all := []lin.Property{lin.P1, lin.P2, lin.P3, lin.L1}
+	base := func(impl, topo, fencing string, faults ...FaultSpec) Plan {
+		p := DefaultPlan()
+		p.Impl, p.Topology, p.Fencing, p.Faults = impl, topo, fencing, faults
+		p.TTL, p.Work = D(500*time.Millisecond), D(20*time.Millisecond)
+		return p
+	}
+	pause := func(point string) FaultSpec {
+		return FaultSpec{Kind: "client-pause", Target: "client:0", Point: point, Duration: D(time.Second)}
+	}
+	crashLock := FaultSpec{Kind: "server-crash", Target: "lock-0"}
+	storeLatency := FaultSpec{Kind: "net-latency", Target: "client:0->store", Latency: D(time.Second), Duration: D(time.Second)}
+	lockLatency := FaultSpec{Kind: "net-latency", Target: "client:*->redis-0", Latency: D(time.Second), Duration: D(time.Second)}
+	with := func(p Plan, edit func(*Plan)) Plan { edit(&p); return p }
+	for _, c := range []struct {
+		name string
+		p    Plan
+		want []lin.Property
+	}{
+		{"mutant without faults", base("check-then-set", "single", "off"), nil},
+		{"setnx without faults", base("setnx", "single", "off"), all},
+		{"redlock without faults", base("redlock", "nodes:3", "off"), all},
+		// Progress does not depend on the work: a lease outlived by its work has expired.
+		{"work a third of the ttl", with(base("setnx", "single", "off"), func(p *Plan) { p.Work = D(170 * time.Millisecond) }), []lin.Property{lin.L1}},
+		{"work over the ttl, fencing full", with(base("fenced", "single", "full"), func(p *Plan) { p.Work = D(time.Second) }), []lin.Property{lin.P2, lin.P3, lin.L1}},
+		{"client crash", base("fenced", "single", "off", FaultSpec{Kind: "client-crash", Target: "any", Point: "acquire:granted"}), all},
+		{"client crash on redlock", base("redlock", "nodes:3", "off", FaultSpec{Kind: "client-crash", Target: "any"}), nil},
+		{"pause in release", base("setnx", "single", "off", pause("in-release")), all},
+		{"pause before write, off", base("fenced", "single", "off", pause("before-write")), []lin.Property{lin.P3, lin.L1}},
+		{"pause before write, writes", base("fenced", "single", "writes", pause("before-write")), []lin.Property{lin.P3, lin.L1}},
+		{"pause before write, full", base("fenced", "single", "full", pause("before-write")), []lin.Property{lin.P2, lin.P3, lin.L1}},
+		{"lock crash, no persistence", base("fenced", "single", "full", crashLock), nil},
+		{"lock crash, aof-everysec", with(base("fenced", "single", "full", crashLock), func(p *Plan) { p.Persistence = "aof-everysec" }), nil},
+		{"lock crash, aof-always", with(base("fenced", "single", "full", crashLock), func(p *Plan) { p.Persistence = "aof-always" }), []lin.Property{lin.P2, lin.P3}},
+		{"store crash", base("fenced", "single", "full", FaultSpec{Kind: "server-crash", Target: "store"}), []lin.Property{lin.P3, lin.L1}},
+		{"clock jump, full", base("fenced", "single", "full", FaultSpec{Kind: "server-clock", Target: "lock-0", Offset: D(time.Second), Duration: D(time.Second)}), []lin.Property{lin.P2, lin.P3}},
+		{"failover", base("fenced", "replicated", "full", FaultSpec{Kind: "failover", Target: "any", Point: "acquire:granted", Duration: D(time.Second)}), nil},
+		{"replicated, store latency", base("fenced", "replicated", "full", storeLatency), []lin.Property{lin.P2, lin.P3, lin.L1}},
+		{"replicated, lock latency", base("fenced", "replicated", "full", lockLatency), nil},
+		{"single, store latency", base("setnx", "single", "off", storeLatency), []lin.Property{lin.L1}},
+	} {
+		impl, err := reg.Get(c.p.Impl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := props(Expected(c.p, impl)); !slices.Equal(got, c.want) {
+			t.Errorf("%s: expected %v, want %v (rules %v)", c.name, got, c.want, ExpectedBy(c.p, impl))
+		}
+	}
+}
+
+// TestExpectedNeverContradictsTheCatalog: no rule expects a property that a catalog
+// scenario is documented (README.md, scenario tests) to violate, in any fencing mode.
+func TestExpectedNeverContradictsTheCatalog(t *testing.T) {
+	reg := lockimpl.Builtin()
+	// scenario → fencing mode → properties it violates ("*" for every mode).
+	violates := map[string]map[string][]lin.Property{
+		"pause-past-ttl":       {"*": {lin.P1}, "off": {lin.P2}},
+		"check-then-set":       {"*": {lin.P1}},
+		"unsafe-release":       {"*": {lin.P1}},
+		"no-expiry":            {"*": {lin.L1}},
+		"ttl-too-short":        {"*": {lin.P1}, "off": {lin.P2}},
+		"server-pause":         {"*": {lin.P1}},
+		"slow-write":           {"*": {lin.P1}, "off": {lin.P2}},
+		"slow-grant":           {"*": {lin.P1}, "off": {lin.P2}},
+		"clock-jump":           {"*": {lin.P1}, "off": {lin.P2}},
+		"restart-amnesia":      {"*": {lin.P1, lin.P2, lin.P3}},
+		"failover-loss":        {"*": {lin.P1, lin.P3}},
+		"failover-loss-manual": {"*": {lin.P1, lin.P3}},
+		"unfenced-read":        {"off": {lin.P2}, "writes": {lin.P2}},
+	}
+	plans, err := Scenarios(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range plans {
+		impl, _ := reg.Get(p.Impl)
+		for _, mode := range fencingModes() {
+			if mode != "off" && !impl.Fencing {
+				continue
+			}
+			q := p.WithFencing(mode)
+			exp := Expected(q, impl)
+			for _, prop := range append(slices.Clone(violates[p.Name]["*"]), violates[p.Name][mode]...) {
+				if exp[prop] {
+					t.Errorf("scenario %s with fencing %s violates %s, but rule %s expects it to hold", p.Name, mode, prop, ExpectedBy(q, impl)[prop])
+				}
+			}
+		}
+	}
+	// The safe counterparts are expected safe where the models say so.
+	for name, want := range map[string][]lin.Property{"baseline": {lin.P1, lin.P2, lin.P3, lin.L1}, "restart-aof-always": {lin.P3}} {
+		p, err := Scenario(name, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		impl, _ := reg.Get(p.Impl)
+		for _, prop := range want {
+			if !Expected(p, impl)[prop] {
+				t.Errorf("scenario %s: %s not expected to hold", name, prop)
+			}
+		}
+	}
+}
+
+// TestClassesCoverTheCatalog: every catalog scenario with a violation is a class whose
+// space holds the scenario's implementation and fault kinds, and the mutants' classes
+// count only what their correct counterpart is expected to keep.
+func TestClassesCoverTheCatalog(t *testing.T) {
+	reg := lockimpl.Builtin()
+	classes := Classes(reg)
+	plans, err := Scenarios(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range plans {
+		if p.Name == "baseline" || p.Name == "restart-aof-always" {
+			continue // safe counterparts
+		}
+		i := slices.IndexFunc(classes, func(c Class) bool { return slices.Contains(c.Scenarios, p.Name) })
+		if i < 0 {
+			t.Errorf("scenario %s belongs to no class", p.Name)
+			continue
+		}
+		c := classes[i]
+		if len(c.Space.Impls) > 0 && !slices.Contains(c.Space.Impls, p.Impl) && !(p.Impl == "fenced" && slices.Contains(c.Space.Impls, "setnx")) {
+			t.Errorf("class %s does not draw %s, the implementation of scenario %s", c.ID, p.Impl, p.Name)
+		}
+		// The class draws the scenario's essential fault (slow-grant's scenario also uses a
+		// latency, only to arrange who takes the lock first).
+		none := len(c.Space.Faults) == 1 && c.Space.Faults[0] == NoFaults
+		if len(p.Faults) > 0 && (none || !slices.ContainsFunc(p.Faults, func(f FaultSpec) bool {
+			return len(c.Space.Faults) == 0 || slices.Contains(c.Space.Faults, f.Kind)
+		})) {
+			t.Errorf("class %s draws none of the fault kinds of scenario %s (%s)", c.ID, p.Name, faultKinds(p))
+		}
+	}
+	for _, impl := range reg.List() {
+		if impl.Mutant && !slices.ContainsFunc(classes, func(c Class) bool { return slices.Contains(c.Space.Impls, impl.Name) }) {
+			t.Errorf("mutant %s has no class", impl.Name)
+		}
+	}
+	// check-then-set under a pause before the write: the pause alone breaks P1 of the
+	// correct lock, so that run does not count as finding the mutant; without faults it does.
+	c, _ := ClassByID(reg, "check-then-set")
+	p := DefaultPlan()
+	p.Impl = "check-then-set"
+	if got := c.Detects(p, []lin.Property{lin.P1}); !slices.Equal(got, []lin.Property{lin.P1}) {
+		t.Errorf("fault-free check-then-set P1: detects %v", got)
+	}
+	p.Faults = []FaultSpec{{Kind: "client-pause", Target: "client:0", Point: "before-write", Duration: D(time.Second)}}
+	if got := c.Detects(p, []lin.Property{lin.P1}); len(got) != 0 {
+		t.Errorf("check-then-set with a pause before the write: detects %v", got)
+	}
+}

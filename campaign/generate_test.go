@@ -1,0 +1,264 @@
+package campaign
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/workload"
+)
+
+// draws is how many plans the generator tests draw: no server is needed, a draw is cheap.
+const draws = 3000
+
+// TestGeneratedPlansAreValid: every plan drawn from the whole space passes Validate, and
+// its values stay in the documented ranges.
+func TestGeneratedPlansAreValid(t *testing.T) {
+	reg := lockimpl.Builtin()
+	gen, err := PlanGen(reg, Space{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range draws {
+		p := gen.Example(i + 1)
+		if err := p.Validate(reg); err != nil {
+			t.Fatalf("draw %d: %v\n%s", i, err, p.MarshalIndent())
+		}
+		topo, _ := cluster.ParseTopology(p.Topology)
+		impl, _ := reg.Get(p.Impl)
+		switch {
+		case p.Clients < 2 || p.Clients > 8, p.Keys < 1 || p.Keys > 3:
+			t.Fatalf("draw %d: %d clients, %d keys", i, p.Clients, p.Keys)
+		case p.TTL.D() < 200*time.Millisecond || p.TTL.D() > time.Second:
+			t.Fatalf("draw %d: ttl %s", i, p.TTL.D())
+		case p.Think.D() <= p.Retry.D():
+			t.Fatalf("draw %d: think %s not longer than retry %s", i, p.Think.D(), p.Retry.D())
+		case len(p.Faults) > DefaultMaxFaults:
+			t.Fatalf("draw %d: %d faults", i, len(p.Faults))
+		case !impl.Fencing && p.Fencing != "off":
+			t.Fatalf("draw %d: fencing %s on %s", i, p.Fencing, p.Impl)
+		case topo.Kind == cluster.Nodes && (topo.Nodes < 3 || topo.Nodes > 5):
+			t.Fatalf("draw %d: topology %s", i, p.Topology)
+		case p.Seed == 0:
+			t.Fatalf("draw %d: seed 0", i)
+		}
+		nodes := append(lockNodes(topo), "store")
+		for _, f := range p.Faults {
+			// Server targets and link ends name servers of the topology (cluster.Start's names).
+			if strings.HasPrefix(f.Kind, "server-") && !slices.Contains(nodes, f.Target) {
+				t.Fatalf("draw %d: %s on %s, which %s has not", i, f.Kind, f.Target, p.Topology)
+			}
+			if _, to, ok := strings.Cut(f.Target, "->"); ok && to != "*" && !slices.Contains(nodes, to) {
+				t.Fatalf("draw %d: link %s on %s", i, f.Target, p.Topology)
+			}
+			if from, _, ok := strings.Cut(f.Target, "->"); ok && !strings.HasPrefix(from, "client:") && !slices.Contains(nodes, from) {
+				t.Fatalf("draw %d: link %s on %s", i, f.Target, p.Topology)
+			}
+			if f.Kind == "failover" && topo.Kind != cluster.Replicated {
+				t.Fatalf("draw %d: failover on %s", i, p.Topology)
+			}
+			if f.Kind == "server-clock" && f.Mode == faults.ClockModeFaketime && p.ServerClock != cluster.ClockFaketime {
+				t.Fatalf("draw %d: faketime clock fault without server_clock faketime", i)
+			}
+		}
+	}
+}
+
+// TestGeneratorCoversEverything: over many draws every fault kind, implementation,
+// topology kind, fencing mode, client point and lock step, trigger form, persistence and
+// clock mode occurs, and so do plans without faults, calm plans and plans whose work
+// outlasts the lease.
+func TestGeneratorCoversEverything(t *testing.T) {
+	reg := lockimpl.Builtin()
+	gen, err := PlanGen(reg, Space{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i := range draws {
+		p := gen.Example(i + 1)
+		topo, _ := cluster.ParseTopology(p.Topology)
+		seen["impl "+p.Impl]++
+		seen["topology "+topo.Kind]++
+		seen["fencing "+p.Fencing]++
+		seen["persistence "+p.Persistence]++
+		seen["faults "+string(rune('0'+len(p.Faults)))]++
+		if Calm(p) {
+			seen["calm"]++
+		}
+		if p.Work.D() > p.TTL.D() {
+			seen["work beyond ttl"]++
+		}
+		for _, f := range p.Faults {
+			seen["kind "+f.Kind]++
+			if f.Point != "" {
+				seen["point "+f.Point]++
+			}
+			if who, point, ok := strings.Cut(f.Trigger, "@"); ok {
+				seen["trigger "+point]++
+				seen["trigger "+strings.TrimRight(who, "0123456789")]++
+			}
+			if f.Kind == "server-clock" {
+				seen["clock "+f.Mode]++
+			}
+			if f.Kind == "failover" {
+				seen["failover "+f.Mode]++
+			}
+		}
+	}
+	want := []string{"faults 0", "faults 1", "faults 4", "calm", "work beyond ttl", "topology single", "topology replicated", "topology nodes",
+		"persistence none", "persistence aof-everysec", "persistence aof-always", "clock faketime", "clock emulated",
+		"failover manual", "failover sentinel", "trigger any", "trigger client:"}
+	for _, k := range faults.Kinds() {
+		want = append(want, "kind "+k.Name)
+	}
+	for _, i := range reg.List() {
+		want = append(want, "impl "+i.Name)
+		for _, s := range i.Steps {
+			want = append(want, "point "+s)
+		}
+	}
+	for _, f := range fencingModes() {
+		want = append(want, "fencing "+f)
+	}
+	for _, pt := range workload.Points() {
+		want = append(want, "point "+pt, "trigger "+pt)
+	}
+	want = append(want, "trigger "+lockimpl.StepGranted)
+	for _, w := range want {
+		if seen[w] == 0 {
+			t.Errorf("%d draws never gave %s", draws, w)
+		}
+	}
+	t.Logf("fault kinds drawn: %v", kindCounts(seen))
+}
+
+func kindCounts(seen map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, n := range seen {
+		if kind, ok := strings.CutPrefix(k, "kind "); ok {
+			out[kind] = n
+		}
+	}
+	return out
+}
+
+// TestEveryFaultKindHasAGenerator: a kind added to the faults package without a generator
+// fails here, not in a campaign.
+func TestEveryFaultKindHasAGenerator(t *testing.T) {
+	gens := faultGens()
+	for _, k := range faults.Kinds() {
+		if _, ok := gens[k.Name]; !ok {
+			t.Errorf("fault kind %s has no generator", k.Name)
+		}
+	}
+	for name := range gens {
+		if !slices.Contains(kindNames(), name) {
+			t.Errorf("generator for unknown fault kind %s", name)
+		}
+	}
+}
+
+// TestSpaceRestrictsTheDraws: a space's lists bound what is drawn, and a calm space draws
+// only calm plans with the minimum number of faults.
+func TestSpaceRestrictsTheDraws(t *testing.T) {
+	reg := lockimpl.Builtin()
+	s := Space{Impls: []string{"fenced"}, Faults: []string{"failover", "client-pause"}, Fencings: []string{"full"}, MinFaults: 1, MaxFaults: 2, Calm: true}
+	gen, err := PlanGen(reg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		p := gen.Example(i + 1)
+		if p.Impl != "fenced" || p.Fencing != "full" || !Calm(p) || len(p.Faults) < 1 || len(p.Faults) > 2 {
+			t.Fatalf("draw %d outside the space: %s", i, p.MarshalIndent())
+		}
+		for _, f := range p.Faults {
+			if f.Kind != "failover" && f.Kind != "client-pause" {
+				t.Fatalf("draw %d: fault %s", i, f.Kind)
+			}
+		}
+		if err := p.Validate(reg); err != nil {
+			t.Fatalf("draw %d: %v", i, err)
+		}
+	}
+	none, err := PlanGen(reg, Space{Faults: []string{NoFaults}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if p := none.Example(i + 1); len(p.Faults) != 0 {
+			t.Fatalf("--faults none drew %s", faultKinds(p))
+		}
+	}
+	// Every class's space holds plans.
+	for _, c := range Classes(reg) {
+		g, err := PlanGen(reg, c.Space)
+		if err != nil {
+			t.Fatalf("class %s: %v", c.ID, err)
+		}
+		for i := range 100 {
+			if p := g.Example(i + 1); !c.Matches(p) {
+				t.Fatalf("class %s drew a plan outside itself: %s", c.ID, p.MarshalIndent())
+			}
+		}
+	}
+}
+
+// TestSpaceErrorsNameTheKnownValues: a typo in a space is an error that lists what exists.
+func TestSpaceErrorsNameTheKnownValues(t *testing.T) {
+	reg := lockimpl.Builtin()
+	for _, c := range []struct {
+		s    Space
+		want string
+	}{
+		{Space{Impls: []string{"fenced", "nope"}}, `unknown lock implementation "nope" (known:`},
+		{Space{Faults: []string{"client-paws"}}, `unknown fault kind "client-paws" (known: client-pause`},
+		{Space{Faults: []string{"none", "client-pause"}}, `cannot be combined`},
+		{Space{Fencings: []string{"fool"}}, `unknown fencing mode "fool" (known: off, writes, full)`},
+		{Space{Impls: []string{"setnx"}, Fencings: []string{"full"}}, `setnx grants no fencing tokens`},
+		{Space{Impls: []string{"redlock"}, Faults: []string{"failover"}, MinFaults: 1}, `redlock runs on no topology where fault kinds failover exist`},
+	} {
+		_, err := PlanGen(reg, c.s)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("space %+v: error %v, want it to contain %q", c.s, err, c.want)
+		}
+	}
+}
+
+// TestPlanGenIsDeterministic: the same seed draws the same plan.
+func TestPlanGenIsDeterministic(t *testing.T) {
+	gen, err := PlanGen(lockimpl.Builtin(), Space{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if a, b := gen.Example(i+1), gen.Example(i+1); !reflect.DeepEqual(a, b) {
+			t.Fatalf("seed %d drew two plans:\n%s\n%s", i+1, a.MarshalIndent(), b.MarshalIndent())
+		}
+	}
+}
+
+// TestLockNodesAreTheClustersNames: the server names the generator targets are the names
+// cluster.Start gives the lock servers of each topology kind.
+func TestLockNodesAreTheClustersNames(t *testing.T) {
+	for _, topo := range []cluster.Topology{{Kind: cluster.Single, Nodes: 1}, {Kind: cluster.Nodes, Nodes: 3}, {Kind: cluster.Replicated, Nodes: 3}} {
+		c := clustertest.Start(t, topo)
+		var got []string
+		for _, n := range c.Lock {
+			got = append(got, n.Name())
+		}
+		if want := lockNodes(topo); !slices.Equal(got, want) {
+			t.Errorf("%s: cluster names its lock servers %v, the generator %v", topo, got, want)
+		}
+		if c.Store.Name() != "store" {
+			t.Errorf("%s: the store is named %s", topo, c.Store.Name())
+		}
+	}
+}

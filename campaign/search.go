@@ -1,0 +1,800 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/locklab/locklab/cluster"
+	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+// Defaults of SearchOptions.
+const (
+	DefaultConfirm    = 1
+	DefaultShrinkTime = 2 * time.Minute
+	// DefaultCheckTimeout bounds the checker per property in a campaign, lower than a
+	// single run's: a plan whose history Porcupine cannot decide quickly (a store that
+	// crashed and forgot, many unknown outcomes) is counted as unknown and the campaign
+	// moves on to the next plan.
+	DefaultCheckTimeout = 10 * time.Second
+)
+
+// Directories of a campaign's output.
+const (
+	PlanRunsDir = "runs"     // runs/NNNNN: a generated plan's run (kept when it failed)
+	ShrinkDir   = "shrink"   // shrink/NNNNN/CCC: shrink candidates while shrinking (removed after)
+	FailuresDir = "failures" // failures/NNNNN: plan.json (smallest confirmed), original.json, report/
+)
+
+// Shard is one of N disjoint parts of a campaign's plan sequence: plans i with i ≡ I mod N.
+type Shard struct{ I, N int }
+
+// ParseShard reads "i/n" with 0 ≤ i < n.
+func ParseShard(s string) (Shard, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return Shard{}, fmt.Errorf("shard %q: want i/n with 0 ≤ i < n, e.g. 0/4", s)
+	}
+	return Shard{I: i, N: n}, nil
+}
+
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
+
+// SearchOptions configure a campaign: which plans (a Space, or a Class), how many, in
+// what order (Seed, Shard), how many at once, and what to do with a failure.
+type SearchOptions struct {
+	Registry *lockimpl.Registry
+	Space    Space
+	// Class, when set, replaces Space by the class's, and its detections are counted; with
+	// StopAtDetection the search ends at the first.
+	Class           *Class
+	StopAtDetection bool
+
+	Seed     int64
+	Duration time.Duration // no new plan after this; 0: until MaxRuns
+	MaxRuns  int           // plans of this shard at most; 0: until Duration
+	Parallel int           // plans run at once; 0: 1
+	Shard    Shard         // zero value: the whole sequence
+	Out      string        // output directory (required)
+
+	Progress func(Progress) // called on every change; nil: silent
+
+	// Confirm is how often a failing plan is re-run to confirm it (0: DefaultConfirm;
+	// negative: never, which also means no shrinking). A shrink candidate counts as
+	// failing when its run shows the violation and one of up to Confirm re-runs does too.
+	Confirm int
+	// ShrinkTime bounds rapid's shrinking of one failure (0: DefaultShrinkTime; negative:
+	// no shrinking). Shrinking goes on after Duration ends, for one more ShrinkTime at most.
+	ShrinkTime time.Duration
+	// SafeOnly confirms and shrinks only safe-configuration violations (and a class
+	// search's detections): findings are saved and counted, not re-run.
+	SafeOnly     bool
+	KeepPassing  bool            // keep the run directories of passing runs too
+	CheckTimeout time.Duration   // per property; 0: DefaultCheckTimeout
+	Backend      cluster.Backend // nil: each run starts servers of its own
+}
+
+// Progress is a campaign's state, as the progress line shows it.
+type Progress struct {
+	Elapsed, Duration time.Duration
+	Runs, MaxRuns     int
+	Errors            int
+	Violations        map[lin.Property]int
+	Safe, Findings    int
+	Current           string     // the plan started last, e.g. "#00012 fenced single full [client-pause]"
+	Finished          *RunRecord // the run that just finished, if this update is about one
+	Note              string     // confirming, shrinking, a detection
+}
+
+// RunRecord is one finished run of a generated plan.
+type RunRecord struct {
+	Index   int
+	Plan    string // short description
+	Illegal []lin.Property
+	Unknown []lin.Property
+	Safe    []lin.Property // illegal and expected to hold
+	Error   string
+	RunTime time.Duration
+	Ops     int
+}
+
+// SeedFor is the rapid seed of plan i of a campaign with seed seed: the same campaign
+// seed gives the same sequence of plans, whatever the sharding and parallelism.
+func SeedFor(seed int64, i int) int {
+	x := uint64(seed)*0x9e3779b97f4a7c15 + uint64(i) + 1
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	s := int(x >> 2) // positive on 64-bit platforms, never 0 below
+	if s == 0 {
+		s = 1
+	}
+	return s
+}
+
+// PlanAt is plan i of the campaign: the generator's example for SeedFor(seed, i), named.
+func PlanAt(gen *rapid.Generator[Plan], seed int64, i int) Plan {
+	return named(gen.Example(SeedFor(seed, i)), seed, i)
+}
+
+func named(p Plan, seed int64, i int) Plan {
+	p.Name = fmt.Sprintf("campaign-%05d", i)
+	p.Description = fmt.Sprintf("plan %d of `locklab campaign --seed %d`", i, seed)
+	return p
+}
+
+// Search runs generated plans until Duration or MaxRuns, confirms and shrinks every
+// failure, saves it, and writes summary.json, summary.md and junit.xml into Out. When ctx
+// ends it stops the runs in flight and still writes the summary (Interrupted). Only a
+// setup error (a bad space, an unwritable directory) is returned as an error.
+func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
+	if o.Registry == nil {
+		o.Registry = lockimpl.Builtin()
+	}
+	if o.Out == "" {
+		return nil, errors.New("campaign: no output directory")
+	}
+	if o.Duration <= 0 && o.MaxRuns <= 0 {
+		return nil, errors.New("campaign: neither a duration nor a number of runs bounds it")
+	}
+	if o.Shard.N == 0 {
+		o.Shard = Shard{0, 1}
+	}
+	if o.Shard.I < 0 || o.Shard.I >= o.Shard.N {
+		return nil, fmt.Errorf("campaign: shard %s: want 0 ≤ i < n", o.Shard)
+	}
+	o.Parallel = max(o.Parallel, 1)
+	if o.Confirm == 0 {
+		o.Confirm = DefaultConfirm
+	}
+	if o.ShrinkTime == 0 {
+		o.ShrinkTime = DefaultShrinkTime
+	}
+	if o.CheckTimeout == 0 {
+		o.CheckTimeout = DefaultCheckTimeout
+	}
+	sp := o.Space
+	if o.Class != nil {
+		sp = o.Class.Space
+	}
+	gen, err := PlanGen(o.Registry, sp)
+	if err != nil {
+		return nil, fmt.Errorf("campaign: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(o.Out, PlanRunsDir), 0o755); err != nil {
+		return nil, fmt.Errorf("campaign: %w", err)
+	}
+	s := &searcher{o: o, gen: gen, start: time.Now(), sum: newSummary(o, sp), confirmed: map[string]int{}}
+	if o.Class != nil {
+		s.classes = []Class{*o.Class}
+	} else {
+		s.classes = Classes(o.Registry)
+	}
+
+	// Plain runs stop early when a class search has what it came for; confirmations and
+	// shrinks of that detection run on under ctx.
+	runCtx, stopRuns := context.WithCancel(ctx)
+	defer stopRuns()
+	s.stopRuns = stopRuns
+	jobs, shrunk := make(chan shrinkJob, 1024), make(chan struct{})
+	s.shrinks = jobs
+	go func() {
+		defer close(shrunk)
+		s.shrinker(ctx, jobs)
+	}()
+	var wg sync.WaitGroup
+	for range o.Parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i, ok := s.next(runCtx)
+				if !ok {
+					return
+				}
+				s.runPlan(ctx, runCtx, i)
+			}
+		}()
+	}
+	wg.Wait()
+	s.mu.Lock()
+	s.tail = time.Now().Add(s.o.ShrinkTime)
+	s.mu.Unlock()
+	close(jobs)
+	<-shrunk
+
+	s.mu.Lock()
+	sum := s.sum
+	sum.Elapsed = D(time.Since(s.start).Round(time.Millisecond))
+	sum.Interrupted = ctx.Err() != nil
+	sum.finish()
+	s.mu.Unlock()
+	if err := WriteSummary(o.Out, sum); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}
+
+// searcher is one campaign in progress.
+type searcher struct {
+	o        SearchOptions
+	gen      *rapid.Generator[Plan]
+	classes  []Class
+	start    time.Time
+	stopRuns context.CancelFunc
+
+	mu        sync.Mutex // guards what follows
+	started   int        // plans of this shard handed out
+	stopped   bool
+	confirmed map[string]int // kind of failure → the run confirmed and shrunk for it
+	tail      time.Time      // once no plan starts any more: when every shrink must end
+	current   string
+	sum       *Summary
+
+	shrinks chan<- shrinkJob // to the shrinker
+
+	progMu  sync.Mutex // serialises Progress calls
+	rapidMu sync.Mutex // rapid's configuration is global flags: one shrink at a time
+}
+
+// next hands out the index of the next plan of the shard, or false when the campaign is over.
+func (s *searcher) next(ctx context.Context) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.stopped, ctx.Err() != nil,
+		s.o.MaxRuns > 0 && s.started >= s.o.MaxRuns,
+		s.o.Duration > 0 && time.Since(s.start) >= s.o.Duration:
+		return 0, false
+	}
+	i := s.o.Shard.I + s.started*s.o.Shard.N
+	s.started++
+	return i, true
+}
+
+// runPlan runs plan i and, when it fails, confirms, shrinks and saves it.
+func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
+	p := PlanAt(s.gen, s.o.Seed, i)
+	impl, _ := s.o.Registry.Get(p.Impl) // the generator draws registered names only
+	desc := fmt.Sprintf("#%05d %s", i, describePlan(p))
+	s.mu.Lock()
+	s.current = desc
+	s.mu.Unlock()
+	s.emit("", nil)
+
+	dir := filepath.Join(s.o.Out, PlanRunsDir, fmt.Sprintf("%05d", i))
+	rep, err := s.run(runCtx, p, dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		if runCtx.Err() != nil {
+			return // interrupted, or stopped by a detection: not a run of the campaign
+		}
+		_ = os.MkdirAll(dir, 0o755)
+		_ = os.WriteFile(filepath.Join(dir, PlanFile), p.MarshalIndent(), 0o644)
+		rec := &RunRecord{Index: i, Plan: desc, Error: err.Error()}
+		s.mu.Lock()
+		s.sum.addError(p, i, s.rel(dir), err)
+		s.mu.Unlock()
+		s.emit("", rec)
+		return
+	}
+	illegal, unknown := splitVerdicts(rep.Result)
+	by := ExpectedBy(p, impl)
+	rec := &RunRecord{Index: i, Plan: desc, Illegal: illegal, Unknown: unknown, RunTime: rep.RunTime, Ops: rep.Ops}
+	for _, prop := range illegal {
+		if by[prop] != "" {
+			rec.Safe = append(rec.Safe, prop)
+		}
+	}
+	after := time.Since(s.start)
+
+	var detected []string
+	var f *Failure
+	shrink := false
+	s.mu.Lock()
+	s.sum.addRun(p, rep, rec)
+	if len(illegal) > 0 {
+		for _, c := range s.classes {
+			if len(c.Detects(p, illegal)) > 0 {
+				detected = append(detected, c.ID)
+			}
+		}
+		f = s.sum.addFailure(p, i, rep, rec, detected, by, after, s.rel(dir))
+		if s.o.Class != nil && len(detected) > 0 && s.o.StopAtDetection {
+			s.stopped = true
+			s.stopRuns()
+		}
+		f.Target, _ = s.target(p, illegal, by)
+		// Only the first failure of its kind is confirmed and shrunk: the campaign
+		// would otherwise spend its time shrinking the same bug (a mutant fails in most of
+		// its runs). A class search confirms and shrinks what it came for only.
+		key := fmt.Sprintf("%s %s safe=%v", p.Impl, f.Target, len(rec.Safe) > 0)
+		if len(rec.Safe) > 0 {
+			key += " " + groupName(p)
+		}
+		if s.o.Class != nil && len(detected) == 0 {
+			f.Note, shrink = "not the searched class: not confirmed", false
+		} else if s.o.SafeOnly && len(rec.Safe) == 0 && len(detected) == 0 {
+			f.Note, shrink = "a finding: not confirmed (safe-configuration violations only)", false
+		} else if first, seen := s.confirmed[key]; seen {
+			f.Note, shrink = fmt.Sprintf("run %d, a failure of the same kind, was confirmed instead", first), false
+		} else {
+			s.confirmed[key], shrink = i, true
+		}
+	}
+	s.mu.Unlock()
+	if len(illegal) == 0 {
+		if !s.o.KeepPassing {
+			_ = os.RemoveAll(dir)
+		}
+		s.emit("", rec)
+		return
+	}
+	note := fmt.Sprintf("#%05d: %s illegal", i, joinProps(illegal))
+	if len(rec.Safe) > 0 {
+		note += fmt.Sprintf(" (SAFE CONFIGURATION: %s expected to hold)", joinProps(rec.Safe))
+	}
+	if len(detected) > 0 {
+		note += ", class " + strings.Join(detected, ", ")
+	}
+	s.emit(note, rec)
+	if shrink {
+		s.handleFailure(ctx, p, impl, i, rep, f)
+	}
+}
+
+// verdicts are the illegal and the unknown properties of a result, in report order.
+func splitVerdicts(r lin.Result) (illegal, unknown []lin.Property) {
+	for _, pr := range r.Properties {
+		switch pr.Verdict {
+		case lin.Illegal:
+			illegal = append(illegal, pr.Property)
+		case lin.Unknown:
+			unknown = append(unknown, pr.Property)
+		}
+	}
+	return illegal, unknown
+}
+
+// shrinkOrder is the order in which a failure's property to shrink on is chosen, after
+// the expected ones: the rarer violations first.
+func shrinkOrder() []lin.Property { return []lin.Property{lin.P2, lin.P3, lin.L1, lin.P1} }
+
+// target is the property a failure is confirmed and shrunk on: a violated property the
+// models expected to hold, else one the searched class detects, else the rarest.
+func (s *searcher) target(p Plan, illegal []lin.Property, by map[lin.Property]string) (lin.Property, bool) {
+	for _, prop := range shrinkOrder() {
+		if slices.Contains(illegal, prop) && by[prop] != "" {
+			return prop, true
+		}
+	}
+	if s.o.Class != nil {
+		for _, prop := range shrinkOrder() {
+			if slices.Contains(s.o.Class.Detects(p, illegal), prop) {
+				return prop, false
+			}
+		}
+	}
+	for _, prop := range shrinkOrder() {
+		if slices.Contains(illegal, prop) {
+			return prop, false
+		}
+	}
+	return "", false
+}
+
+// reproduces reports whether rep shows the failure again: the same property illegal, and
+// for a safe-configuration violation in a plan the models still expect it to hold in.
+func (s *searcher) reproduces(rep Report, prop lin.Property, safe bool) bool {
+	illegal, _ := splitVerdicts(rep.Result)
+	if !slices.Contains(illegal, prop) {
+		return false
+	}
+	if !safe {
+		return true
+	}
+	impl, _ := s.o.Registry.Get(rep.Plan.Impl)
+	return Expected(rep.Plan, impl)[prop]
+}
+
+func (s *searcher) run(ctx context.Context, p Plan, dir string) (Report, error) {
+	return Run(ctx, p, Options{Registry: s.o.Registry, Backend: s.o.Backend, Dir: dir, CheckTimeout: s.o.CheckTimeout})
+}
+
+// handleFailure confirms a failing plan by re-running it and, when it reproduces, hands
+// it to the shrinker (or saves it at once when shrinking is off).
+func (s *searcher) handleFailure(ctx context.Context, p Plan, impl lockimpl.Impl, i int, rep Report, f *Failure) {
+	prop, safe := s.target(p, f.Illegal, ExpectedBy(p, impl))
+	if s.o.Confirm < 0 {
+		return
+	}
+	base := filepath.Join(s.o.Out, PlanRunsDir, fmt.Sprintf("%05d", i))
+	reproduced, confirmDir := 0, ""
+	for j := 1; j <= s.o.Confirm; j++ {
+		s.emit(fmt.Sprintf("#%05d: confirming %s (%d/%d)", i, prop, j, s.o.Confirm), nil)
+		dir := fmt.Sprintf("%s-confirm%d", base, j)
+		crep, err := s.run(ctx, p, dir)
+		s.mu.Lock()
+		s.sum.Reruns++
+		s.mu.Unlock()
+		if err == nil && s.reproduces(crep, prop, safe) {
+			reproduced++
+			if confirmDir == "" {
+				confirmDir = dir
+				continue
+			}
+		}
+		_ = os.RemoveAll(dir)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	s.mu.Lock()
+	f.Reproduced, f.Confirms = reproduced, s.o.Confirm
+	s.mu.Unlock()
+	if reproduced == 0 {
+		s.emit(fmt.Sprintf("#%05d: %s did not reproduce in %d re-runs: kept, not shrunk", i, prop, s.o.Confirm), nil)
+		return
+	}
+	job := shrinkJob{i: i, p: p, dir: confirmDir, ops: rep.Ops, prop: prop, safe: safe, f: f}
+	if s.o.ShrinkTime <= 0 {
+		s.finish(job, job.p, job.dir, job.ops, shrinkStats{}, false)
+		return
+	}
+	s.shrinks <- job
+}
+
+// shrinkJob is a confirmed failure waiting to be shrunk.
+type shrinkJob struct {
+	i    int
+	p    Plan
+	dir  string // its confirming run
+	ops  int
+	prop lin.Property
+	safe bool
+	f    *Failure
+}
+
+// shrinker shrinks confirmed failures one at a time (rapid's configuration is global),
+// while the workers go on running plans. Once no new plan starts, the shrink in progress
+// and what is still queued share one more ShrinkTime; what it does not reach is saved
+// unshrunk. A campaign thus ends at most ShrinkTime (and a run) after its Duration.
+func (s *searcher) shrinker(ctx context.Context, jobs <-chan shrinkJob) {
+	for job := range jobs {
+		budget := s.o.ShrinkTime
+		if tail := s.tailDeadline(); !tail.IsZero() {
+			budget = min(budget, time.Until(tail))
+		}
+		if budget < time.Second || ctx.Err() != nil {
+			s.mu.Lock()
+			job.f.Note = "not shrunk: the campaign ended first"
+			s.mu.Unlock()
+			s.finish(job, job.p, job.dir, job.ops, shrinkStats{}, false)
+			continue
+		}
+		s.emit(fmt.Sprintf("#%05d: shrinking on %s (up to %s)", job.i, job.prop, budget.Round(time.Second)), nil)
+		best, dir, ops, st, err := s.shrink(ctx, job, budget)
+		if err != nil {
+			s.mu.Lock()
+			job.f.Note = "shrink failed: " + err.Error()
+			s.mu.Unlock()
+		}
+		s.finish(job, best, dir, ops, st, true)
+	}
+}
+
+// tailDeadline is when every shrink must end, once no plan starts any more (else zero).
+func (s *searcher) tailDeadline() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tail
+}
+
+// finish saves a confirmed failure (shrunk to best, or not) and records it.
+func (s *searcher) finish(job shrinkJob, best Plan, bestDir string, bestOps int, st shrinkStats, shrunk bool) {
+	i, f := job.i, job.f
+	saved, report, err := s.save(i, job.p, best, bestDir)
+	_ = os.RemoveAll(filepath.Join(s.o.Out, ShrinkDir, fmt.Sprintf("%05d", i)))
+	s.mu.Lock()
+	if err != nil {
+		f.Note = strings.TrimPrefix(f.Note+"; ", "; ") + "save failed: " + err.Error()
+		s.mu.Unlock()
+		return
+	}
+	f.Saved, f.Report = s.rel(saved), s.rel(report)
+	if shrunk {
+		size := sizeOf(best, bestOps)
+		f.Shrunk = &size
+		f.ShrinkCandidates, f.ShrinkRuns, f.ShrinkTime = st.candidates, st.runs, D(st.took.Round(time.Millisecond))
+		s.sum.Reruns += st.runs
+	}
+	note := fmt.Sprintf("#%05d: saved %s (%s)", i, f.Saved, f.sizeNote())
+	s.mu.Unlock()
+	s.emit(note, nil)
+}
+
+// save writes failures/NNNNN: plan.json (the smallest confirmed plan), original.json,
+// and report/ (the run that confirmed plan.json).
+func (s *searcher) save(i int, orig, best Plan, reportDir string) (plan, report string, err error) {
+	dir := filepath.Join(s.o.Out, FailuresDir, fmt.Sprintf("%05d", i))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	plan = filepath.Join(dir, PlanFile)
+	if err := os.WriteFile(plan, best.MarshalIndent(), 0o644); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "original.json"), orig.MarshalIndent(), 0o644); err != nil {
+		return "", "", err
+	}
+	report = filepath.Join(dir, "report")
+	if err := os.Rename(reportDir, report); err != nil {
+		return "", "", fmt.Errorf("move report %s: %w", reportDir, err)
+	}
+	return plan, report, nil
+}
+
+// rel is path relative to the output directory, as summaries record paths.
+func (s *searcher) rel(path string) string {
+	if r, err := filepath.Rel(s.o.Out, path); err == nil {
+		return filepath.ToSlash(r)
+	}
+	return path
+}
+
+// emit reports progress with an optional note and finished run.
+func (s *searcher) emit(note string, rec *RunRecord) {
+	if s.o.Progress == nil {
+		return
+	}
+	s.mu.Lock()
+	pr := Progress{
+		Elapsed: time.Since(s.start), Duration: s.o.Duration, Runs: s.sum.Runs, MaxRuns: s.o.MaxRuns,
+		Errors: s.sum.Errors, Violations: maps.Clone(s.sum.Violations), Safe: s.sum.SafeViolations,
+		Findings: s.sum.Findings, Current: s.current, Finished: rec, Note: note,
+	}
+	s.mu.Unlock()
+	s.progMu.Lock()
+	defer s.progMu.Unlock()
+	s.o.Progress(pr)
+}
+
+// describe is a plan in one line: "fenced single full [client-pause server-clock]".
+func describePlan(p Plan) string {
+	return fmt.Sprintf("%s %s %s [%s] %dc ttl %s", p.Impl, p.Topology, p.Fencing, strings.ReplaceAll(faultKinds(p), ",", " "), p.Clients, p.TTL.D())
+}
+
+func joinProps(ps []lin.Property) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ",")
+}
+
+// shrinkStats says what a shrink cost.
+type shrinkStats struct {
+	candidates int // distinct plans run
+	runs       int // real runs, confirmations included
+	took       time.Duration
+}
+
+// candidate is what is known of a plan tried while shrinking.
+type candidate struct {
+	fails bool
+	dir   string // the confirming run's directory, when it fails
+	ops   int
+}
+
+// shrinkState is one shrink in progress: the plans tried, by their content.
+type shrinkState struct {
+	s     *searcher
+	ctx   context.Context
+	index int
+	prop  lin.Property
+	safe  bool
+	tried map[string]candidate
+	last  Plan // the last plan that failed: after rapid's final replay, its smallest
+	stats shrinkStats
+}
+
+// planKey is a plan's content without its name: two draws that give the same plan are
+// the same candidate.
+func planKey(p Plan) string {
+	p.Name, p.Description = "", ""
+	return string(p.MarshalIndent())
+}
+
+// shrink has rapid shrink a confirmed failure of plan p (plan index i): rapid's check,
+// seeded with the plan's own seed, draws p first (a known failure, not run again), then
+// shrinks the draws that produced it; every candidate plan is run and counts as failing
+// only when the violation of prop shows and a confirmation re-run shows it again. rapid's
+// configuration is global flags, so they are set for the shrink and restored after, one
+// shrink at a time.
+func (s *searcher) shrink(ctx context.Context, job shrinkJob, budget time.Duration) (Plan, string, int, shrinkStats, error) {
+	s.rapidMu.Lock()
+	defer s.rapidMu.Unlock()
+	start := time.Now()
+	i, p, dir, ops, prop, safe := job.i, job.p, job.dir, job.ops, job.prop, job.safe
+	sh := &shrinkState{s: s, ctx: ctx, index: i, prop: prop, safe: safe, last: p,
+		tried: map[string]candidate{planKey(p): {fails: true, dir: dir, ops: ops}}}
+	failed, err := rapidShrink(s.gen, SeedFor(s.o.Seed, i), budget, fmt.Sprintf("%s violation reproduced", prop),
+		func(c Plan) bool { return sh.fails(named(c, s.o.Seed, i)) })
+	sh.stats.took = time.Since(start)
+	switch {
+	case err != nil:
+		return p, dir, ops, sh.stats, err
+	case !failed:
+		// rapid did not see the known failure: only when its first draw is not the plan.
+		return p, dir, ops, sh.stats, errors.New("rapid's first draw was not the failing plan; kept unshrunk")
+	}
+	best := sh.tried[planKey(sh.last)]
+	return sh.last, best.dir, best.ops, sh.stats, nil
+}
+
+// rapidShrink runs rapid.Check on gen with seed, whose first draw is gen.Example(seed),
+// with a property that fails when fails says so, and lets rapid shrink the draws of a
+// failure for up to shrinkTime. It reports whether rapid found a failure; the smallest is
+// the plan of fails' last call that returned true (rapid replays its result last).
+// Callers hold the search's rapid lock: rapid's flags are global.
+func rapidShrink(gen *rapid.Generator[Plan], seed int, shrinkTime time.Duration, failure string, fails func(Plan) bool) (bool, error) {
+	restore, err := setRapidFlags(map[string]string{
+		"rapid.checks":     "1",
+		"rapid.seed":       strconv.FormatUint(uint64(seed), 10),
+		"rapid.shrinktime": shrinkTime.String(),
+		"rapid.nofailfile": "true",
+		"rapid.failfile":   "",
+	})
+	if err != nil {
+		return false, err
+	}
+	defer restore()
+	tb := &shrinkTB{name: fmt.Sprintf("locklab-shrink-%d", seed)}
+	check := func(t *rapid.T) {
+		if fails(gen.Draw(t, "plan")) {
+			t.Fatal(failure)
+		}
+	}
+	done := make(chan any, 1)
+	go func() {
+		// tb.FailNow ends this goroutine with runtime.Goexit, which runs this too.
+		defer func() { done <- recover() }()
+		rapid.Check(tb, check)
+	}()
+	if r := <-done; r != nil {
+		return false, fmt.Errorf("rapid: %v", r)
+	}
+	return tb.Failed(), nil
+}
+
+// fails runs candidate c (once for every distinct plan) and reports whether it fails.
+func (sh *shrinkState) fails(c Plan) bool {
+	key := planKey(c)
+	if k, ok := sh.tried[key]; ok {
+		if k.fails {
+			sh.last = c
+		}
+		return k.fails
+	}
+	s := sh.s
+	if tail := s.tailDeadline(); sh.ctx.Err() != nil || (!tail.IsZero() && time.Now().After(tail)) {
+		return false // out of time: rapid runs through its remaining candidates at once
+	}
+	sh.stats.candidates++
+	dir := filepath.Join(s.o.Out, ShrinkDir, fmt.Sprintf("%05d", sh.index), fmt.Sprintf("%03d", sh.stats.candidates))
+	s.emit(fmt.Sprintf("#%05d: shrink candidate %d: %s", sh.index, sh.stats.candidates, describePlan(c)), nil)
+	rep, err := s.run(sh.ctx, c, dir)
+	sh.stats.runs++
+	k := candidate{}
+	if err == nil && s.reproduces(rep, sh.prop, sh.safe) {
+		for j := 1; j <= max(s.o.Confirm, 1); j++ {
+			cdir := fmt.Sprintf("%s-confirm%d", dir, j)
+			crep, err := s.run(sh.ctx, c, cdir)
+			sh.stats.runs++
+			if err == nil && s.reproduces(crep, sh.prop, sh.safe) {
+				k = candidate{fails: true, dir: cdir, ops: crep.Ops}
+				break
+			}
+			_ = os.RemoveAll(cdir)
+		}
+	}
+	_ = os.RemoveAll(dir)
+	if sh.ctx.Err() != nil {
+		return false // cut short: neither a pass nor a failure worth remembering
+	}
+	sh.tried[key] = k
+	if k.fails {
+		sh.last = c
+		s.emit(fmt.Sprintf("#%05d: smaller plan confirmed: %s", sh.index, describePlan(c)), nil)
+	}
+	return k.fails
+}
+
+// setRapidFlags sets rapid's command-line flags and returns what puts them back. rapid
+// reads them from the standard flag set, and in a program that is not a test it also
+// needs the testing flags registered and parsed (rapid asks testing.Short).
+func setRapidFlags(values map[string]string) (func(), error) {
+	testing.Init()
+	if !flag.Parsed() {
+		_ = flag.CommandLine.Parse(nil) // no arguments: cannot fail
+	}
+	old := map[string]string{}
+	restore := func() {
+		for name, v := range old {
+			_ = flag.Set(name, v) // the value was read from the same flag
+		}
+	}
+	for name, v := range values {
+		f := flag.Lookup(name)
+		if f == nil {
+			restore()
+			return nil, fmt.Errorf("rapid flag %s is not registered", name)
+		}
+		old[name] = f.Value.String()
+		if err := f.Value.Set(v); err != nil {
+			restore()
+			return nil, fmt.Errorf("rapid flag %s=%s: %w", name, v, err)
+		}
+	}
+	return restore, nil
+}
+
+// shrinkTB is the rapid.TB a shrink runs rapid.Check with. FailNow ends the calling
+// goroutine, as testing.T's does: rapid.Check runs in a goroutine of its own.
+type shrinkTB struct {
+	name   string
+	mu     sync.Mutex
+	failed bool
+	log    []string
+}
+
+func (t *shrinkTB) Helper()      {}
+func (t *shrinkTB) Name() string { return t.name }
+func (t *shrinkTB) Logf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.log) < 100 {
+		t.log = append(t.log, fmt.Sprintf(format, args...))
+	}
+}
+func (t *shrinkTB) Log(args ...any)                  { t.Logf("%s", fmt.Sprint(args...)) }
+func (t *shrinkTB) Skipf(format string, args ...any) { t.Logf(format, args...); t.SkipNow() }
+func (t *shrinkTB) Skip(args ...any)                 { t.Log(args...); t.SkipNow() }
+func (t *shrinkTB) SkipNow()                         { runtime.Goexit() }
+func (t *shrinkTB) Errorf(format string, args ...any) {
+	t.Logf(format, args...)
+	t.Fail()
+}
+func (t *shrinkTB) Error(args ...any)                 { t.Log(args...); t.Fail() }
+func (t *shrinkTB) Fatalf(format string, args ...any) { t.Errorf(format, args...); t.FailNow() }
+func (t *shrinkTB) Fatal(args ...any)                 { t.Error(args...); t.FailNow() }
+func (t *shrinkTB) FailNow()                          { t.Fail(); runtime.Goexit() }
+func (t *shrinkTB) Fail() {
+	t.mu.Lock()
+	t.failed = true
+	t.mu.Unlock()
+}
+func (t *shrinkTB) Failed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}

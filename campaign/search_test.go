@@ -1,0 +1,205 @@
+package campaign
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/cluster/clustertest"
+	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+// TestPlanSequenceIsDeterministic: the same campaign seed gives the same plans, another
+// seed other plans, and the shards of a campaign split its sequence without overlap.
+func TestPlanSequenceIsDeterministic(t *testing.T) {
+	reg := lockimpl.Builtin()
+	gen, err := PlanGen(reg, Space{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen2, _ := PlanGen(reg, Space{}) // a fresh generator draws the same plans too
+	same := 0
+	for i := range 40 {
+		a, b := PlanAt(gen, 7, i), PlanAt(gen2, 7, i)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("plan %d of seed 7 differs between two draws:\n%s\n%s", i, a.MarshalIndent(), b.MarshalIndent())
+		}
+		if planKey(a) == planKey(PlanAt(gen, 8, i)) {
+			same++
+		}
+	}
+	if same > 2 {
+		t.Errorf("seeds 7 and 8 drew %d equal plans of 40", same)
+	}
+
+	// Three shards with 5 plans each take plans 0..14, each once.
+	var got []int
+	for i := range 3 {
+		s := &searcher{o: SearchOptions{Shard: Shard{i, 3}, MaxRuns: 5}, start: time.Now()}
+		for {
+			k, ok := s.next(context.Background())
+			if !ok {
+				break
+			}
+			if k%3 != i {
+				t.Fatalf("shard %d/3 got plan %d", i, k)
+			}
+			got = append(got, k)
+		}
+	}
+	slices.Sort(got)
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}; !slices.Equal(got, want) {
+		t.Errorf("shards took %v, want %v", got, want)
+	}
+	for _, bad := range []string{"", "3/3", "-1/2", "1", "a/b", "0/0"} {
+		if _, err := ParseShard(bad); err == nil {
+			t.Errorf("ParseShard(%q) accepted", bad)
+		}
+	}
+	if s, err := ParseShard("2/5"); err != nil || s != (Shard{2, 5}) {
+		t.Errorf("ParseShard(2/5) = %v, %v", s, err)
+	}
+}
+
+// TestRapidDrawsTheExampleFirst: rapid's check seeded with SeedFor(seed, i) draws plan i
+// first, so that a failure found by the campaign is the failure rapid starts shrinking
+// from. And rapid's shrinker, driven through rapidShrink, reduces a plan that fails
+// whenever it has a client pause to one pause and the fewest clients, keys and shortest
+// times; the rapid flags are back as they were afterwards.
+func TestRapidDrawsTheExampleFirst(t *testing.T) {
+	reg := lockimpl.Builtin()
+	gen, err := PlanGen(reg, Space{Impls: []string{"fenced"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // rapidShrink's callers hold a lock: rapid's flags are global
+	checksBefore := flagValue(t, "rapid.checks")
+
+	// Find a plan of the sequence with a client pause among several faults.
+	i := 0
+	for ; i < 1000; i++ {
+		p := PlanAt(gen, 3, i)
+		if len(p.Faults) >= 3 && slices.ContainsFunc(p.Faults, func(f FaultSpec) bool { return f.Kind == "client-pause" }) {
+			break
+		}
+	}
+	orig := PlanAt(gen, 3, i)
+	var calls []Plan
+	hasPause := func(p Plan) bool {
+		calls = append(calls, p)
+		return slices.ContainsFunc(p.Faults, func(f FaultSpec) bool { return f.Kind == "client-pause" })
+	}
+	mu.Lock()
+	failed, err := rapidShrink(gen, SeedFor(3, i), 20*time.Second, "pause", hasPause)
+	mu.Unlock()
+	if err != nil || !failed {
+		t.Fatalf("rapidShrink: failed %v, err %v", failed, err)
+	}
+	if first := named(calls[0], 3, i); !reflect.DeepEqual(first, orig) {
+		t.Fatalf("rapid's first draw is not plan %d:\n%s\nwant\n%s", i, first.MarshalIndent(), orig.MarshalIndent())
+	}
+	var last Plan
+	for _, c := range calls {
+		if hasPauseNoRecord(c) {
+			last = c
+		}
+	}
+	if len(last.Faults) != 1 || last.Faults[0].Kind != "client-pause" || last.Clients != 2 || last.Keys != 1 {
+		t.Errorf("shrunk plan from %d faults, %d clients: %s", len(orig.Faults), orig.Clients, last.MarshalIndent())
+	}
+	if got := flagValue(t, "rapid.checks"); got != checksBefore {
+		t.Errorf("rapid.checks is %s after the shrink, was %s", got, checksBefore)
+	}
+	t.Logf("shrunk in %d calls from %s to %s", len(calls), describePlan(orig), describePlan(last))
+}
+
+func hasPauseNoRecord(p Plan) bool {
+	return slices.ContainsFunc(p.Faults, func(f FaultSpec) bool { return f.Kind == "client-pause" })
+}
+
+func flagValue(t *testing.T, name string) string {
+	t.Helper()
+	f := flag.Lookup(name)
+	if f == nil {
+		t.Fatalf("flag %s not registered", name)
+	}
+	return f.Value.String()
+}
+
+// TestSearchFindsShrinksAndReplaysCheckThenSet is the campaign end to end on real
+// servers: a class search for the check-then-set mutant finds it within a bounded number
+// of runs, confirms it, shrinks it with rapid (every candidate confirmed by a re-run),
+// saves the smallest plan with its report, and that plan reproduces at least once in
+// three replays.
+func TestSearchFindsShrinksAndReplaysCheckThenSet(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	reg := lockimpl.Builtin()
+	class, err := ClassByID(reg, "check-then-set")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	sum, err := Search(clustertest.Context(t), SearchOptions{
+		Registry: reg, Class: &class, StopAtDetection: true, Seed: 1, MaxRuns: 12, Parallel: 2,
+		Out: out, Confirm: 1, ShrinkTime: 25 * time.Second, Backend: clustertest.Backend(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Detected {
+		t.Fatalf("check-then-set not found in %d runs (%d errors): %+v", sum.Runs, sum.Errors, sum.RunErrors)
+	}
+	var f *Failure
+	for _, x := range sum.Failures {
+		if slices.Contains(x.Classes, "check-then-set") && x.Saved != "" {
+			f = x
+		}
+	}
+	if f == nil {
+		t.Fatalf("no saved failure: %+v", sum.Failures)
+	}
+	if f.Reproduced < 1 || f.Shrunk == nil || f.Shrunk.Faults > f.Original.Faults || f.Shrunk.Clients > f.Original.Clients {
+		t.Errorf("failure not confirmed or not shrunk: %+v", f)
+	}
+	t.Logf("found after %d runs (%s); %s reproduced %d/%d; shrunk with %d candidates, %d runs in %s: %s",
+		sum.FirstDetection["check-then-set"].Runs, sum.FirstDetection["check-then-set"].After.D(), f.Target, f.Reproduced, f.Confirms,
+		f.ShrinkCandidates, f.ShrinkRuns, f.ShrinkTime.D(), f.sizeNote())
+	for _, name := range []string{SummaryFile, MarkdownFile, JUnitFile, filepath.Join(f.Report, ResultFile), filepath.Join(f.Report, PlanFile)} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Errorf("missing %s: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, ShrinkDir, "00000")); err == nil {
+		t.Errorf("shrink candidates left behind")
+	}
+
+	// Replay the saved plan, as `locklab replay` does.
+	p, err := ReadPlan(filepath.Join(out, f.Saved), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reproduced := false
+	for range 3 {
+		rep, err := Run(clustertest.Context(t), p, Options{Registry: reg, Backend: clustertest.Backend(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr, _ := rep.Result.Property(f.Target); pr.Verdict == lin.Illegal {
+			reproduced = true
+			break
+		}
+	}
+	if !reproduced {
+		t.Errorf("the saved plan did not reproduce %s in 3 replays:\n%s", f.Target, p.MarshalIndent())
+	}
+}

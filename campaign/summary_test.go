@@ -1,0 +1,146 @@
+package campaign
+
+import (
+	"encoding/xml"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	lin "github.com/locklab/locklab/linearizability"
+)
+
+// sampleSummary is a shard's summary with a safe-configuration violation, a finding, a
+// passing run and an error, built the way Search builds it.
+func sampleSummary(t *testing.T, shard Shard) *Summary {
+	t.Helper()
+	s := newSummary(SearchOptions{Seed: 9, Shard: shard}, Space{Impls: []string{"fenced", "setnx"}})
+	safe := DefaultPlan()
+	safe.Impl, safe.Fencing = "fenced", "full"
+	safe.Faults = []FaultSpec{{Kind: "client-pause", Target: "client:0", Point: "before-write", Duration: D(time.Second)}}
+	finding := DefaultPlan()
+	finding.Faults = safe.Faults
+	res := func(illegal ...lin.Property) lin.Result {
+		r := lin.Result{Verdict: lin.OK}
+		for _, p := range lin.AllProperties() {
+			pr := lin.PropertyResult{Property: p, Verdict: lin.OK}
+			for _, i := range illegal {
+				if i == p {
+					pr.Verdict, pr.Explanation, r.Verdict = lin.Illegal, "two writers <&> \"quoted\"", lin.Illegal
+				}
+			}
+			r.Properties = append(r.Properties, pr)
+		}
+		return r
+	}
+	add := func(p Plan, i int, illegal, safeProps []lin.Property) {
+		rep := Report{Plan: p, Result: res(illegal...), Ops: 100, RunTime: time.Second}
+		rec := &RunRecord{Index: i, Illegal: illegal, Safe: safeProps}
+		s.addRun(p, rep, rec)
+		if len(illegal) > 0 {
+			by := map[lin.Property]string{}
+			for _, prop := range safeProps {
+				by[prop] = "full-fencing-single-server"
+			}
+			f := s.addFailure(p, i, rep, rec, []string{"pause-past-ttl"}, by, time.Duration(i)*time.Second, "runs/0000"+string(rune('0'+i)))
+			f.Saved, f.Report, f.Reproduced, f.Confirms, f.Target = "failures/x/plan.json", "failures/x/report", 1, 1, illegal[0]
+			small := Size{Faults: 1, Clients: 2, Keys: 1, Ops: 40, Duration: D(time.Second)}
+			f.Shrunk = &small
+		}
+	}
+	add(safe, shard.I, []lin.Property{lin.P1, lin.P2}, []lin.Property{lin.P2})
+	add(finding, shard.I+shard.N, []lin.Property{lin.P1}, nil)
+	add(DefaultPlan(), shard.I+2*shard.N, nil, nil)
+	s.addError(DefaultPlan(), shard.I+3*shard.N, "runs/err", errors.New("start single topology: boom"))
+	s.Elapsed = D(time.Minute)
+	s.finish()
+	return s
+}
+
+// TestSummaryRendering: summary.json round-trips, summary.md says what failed, and
+// junit.xml is XML with a failure for the safe-configuration violation only.
+func TestSummaryRendering(t *testing.T) {
+	s := sampleSummary(t, Shard{0, 1})
+	if s.Runs != 3 || s.Errors != 1 || s.SafeViolations != 1 || s.Findings != 1 || s.Violations[lin.P1] != 2 || s.OK() {
+		t.Fatalf("counts: %+v", s)
+	}
+	if f := s.FirstViolation[lin.P1]; f.Run != 0 || f.Runs != 1 {
+		t.Errorf("first P1: %+v", f)
+	}
+	dir := t.TempDir()
+	if err := WriteSummary(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSummary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.SafeViolations != 1 || back.Violations[lin.P2] != 1 || len(back.Failures) != 2 || back.Failures[0].Shrunk == nil {
+		t.Errorf("summary.json did not round-trip: %+v", back)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	for _, want := range []string{"**FAIL**", "Safe-configuration violations", "P2: rule full-fencing-single-server", "Findings", "pause-past-ttl", "boom", "failures/x/plan.json"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, JUnitFile))
+	var doc struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+					Text    string `xml:",chardata"`
+				} `xml:"failure"`
+				Out string `xml:"system-out"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("junit.xml: %v\n%s", err, data)
+	}
+	if doc.Failures != 1 || len(doc.Suites) != 1 || doc.Tests != len(doc.Suites[0].Cases) {
+		t.Fatalf("junit: %d tests, %d failures:\n%s", doc.Tests, doc.Failures, data)
+	}
+	var failed, findings int
+	for _, c := range doc.Suites[0].Cases {
+		if c.Failure != nil {
+			failed++
+			if !strings.Contains(c.Failure.Text, "two writers <&>") {
+				t.Errorf("failure text lost its explanation: %q", c.Failure.Text)
+			}
+		}
+		if strings.Contains(c.Out, "findings") {
+			findings++
+		}
+	}
+	if failed != 1 || findings != 1 {
+		t.Errorf("junit: %d failing cases, %d with findings:\n%s", failed, findings, data)
+	}
+}
+
+// TestMergeShards: merged counts add up, first violations are the earliest, and paths
+// point into the shards' directories from the merged one.
+func TestMergeShards(t *testing.T) {
+	a, b := sampleSummary(t, Shard{0, 2}), sampleSummary(t, Shard{1, 2})
+	m := Merge("out/all", []string{"out/s0", "out/s1"}, []*Summary{a, b})
+	if m.Runs != 6 || m.Errors != 2 || m.SafeViolations != 2 || m.Findings != 2 || m.Violations[lin.P1] != 4 || len(m.Failures) != 4 || len(m.Shards) != 2 {
+		t.Fatalf("merged: %+v", m)
+	}
+	if f := m.FirstViolation[lin.P1]; f.Run != 0 || f.Plan != "../s0/runs/00000/plan.json" {
+		t.Errorf("first P1: %+v", f)
+	}
+	for _, f := range m.Failures {
+		if !strings.HasPrefix(f.Saved, "../s") || !strings.HasPrefix(f.Dir, "../s") {
+			t.Errorf("path not rewritten: %+v", f)
+		}
+	}
+	if _, err := JUnit(m); err != nil {
+		t.Fatal(err)
+	}
+}

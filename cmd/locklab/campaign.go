@@ -1,0 +1,328 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
+)
+
+func newCampaignCmd() *cobra.Command {
+	var (
+		o                          campaign.SearchOptions
+		impls, faultKinds, fencing []string
+		maxFaults                  int
+		seed                       int64
+		shard, class               string
+		calm, failOnFindings       bool
+	)
+	cmd := &cobra.Command{
+		Use:   "campaign",
+		Short: "Run randomly generated plans under faults; confirm, shrink and save every violation",
+		Long: `Campaign draws plans with rapid (implementation, topology, clients, keys, TTL, workload,
+fencing mode and up to --max-faults faults of every kind available, timed relative to the
+TTL or triggered at a client's point), runs each on real Redis and checks it, until
+--duration ends or --max-runs plans ran. A failing plan is re-run to confirm it, then
+shrunk by rapid (each candidate confirmed by re-running it); the smallest confirmed plan
+is saved as failures/NNNNN/plan.json with its report. It writes summary.json, summary.md
+and junit.xml into --out, also when interrupted (Ctrl-C).
+
+A violation of a property the models say holds for the plan (a safe configuration, e.g.
+P2 for fenced with fencing full when no fault can lose the fence counter) fails the
+campaign; other violations are findings. --class searches one known bug class (see
+locklab list) and stops at its first detection.
+
+The same --seed draws the same plans; --shard i/n runs every n-th plan from the i-th, so
+n runners with the same seed split one campaign; "locklab campaign merge" merges their
+summaries.
+
+Exit status: 0 no safe-configuration violation (and, with --class, the class found),
+1 a safe-configuration violation (or the class not found, or a finding with
+--fail-on-findings), 2 error or interrupted.`,
+		Example: `  locklab campaign --duration 10m --impl fenced --fencing full --parallel 2
+  locklab campaign --class pause-past-ttl --max-runs 40
+  locklab campaign --seed 42 --shard 0/4 --duration 1h --out out/shard0
+  locklab campaign merge --out out/all out/shard0 out/shard1 out/shard2 out/shard3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reg := lockimpl.Builtin()
+			fs := cmd.Flags()
+			o.Registry = reg
+			o.Space = campaign.Space{Impls: campaignTrim(impls), Faults: campaignTrim(faultKinds), Fencings: campaignTrim(fencing), MaxFaults: maxFaults, Calm: calm}
+			if fs.Changed("max-faults") && maxFaults == 0 {
+				o.Space.MaxFaults = -1
+			}
+			if class != "" {
+				for _, name := range []string{"impl", "faults", "fencing", "max-faults", "calm"} {
+					if fs.Changed(name) {
+						return &statusError{exitError, fmt.Errorf("flag --%s: --class sets the space itself", name)}
+					}
+				}
+				c, err := campaign.ClassByID(reg, class)
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --class: %w", err)}
+				}
+				o.Class, o.StopAtDetection = &c, true
+			}
+			if _, err := campaign.PlanGen(reg, o.Space); err != nil && o.Class == nil {
+				return &statusError{exitError, fmt.Errorf("flags --impl/--faults/--fencing: %w", err)}
+			}
+			o.Shard = campaign.Shard{I: 0, N: 1}
+			if shard != "" {
+				s, err := campaign.ParseShard(shard)
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --shard: %w", err)}
+				}
+				o.Shard = s
+			}
+			switch {
+			case o.Duration < 0:
+				return &statusError{exitError, errors.New("flag --duration: must not be negative")}
+			case o.MaxRuns < 0:
+				return &statusError{exitError, errors.New("flag --max-runs: must not be negative")}
+			case o.Parallel < 1:
+				return &statusError{exitError, fmt.Errorf("flag --parallel: want at least 1, got %d", o.Parallel)}
+			case o.Duration == 0 && o.MaxRuns == 0:
+				return &statusError{exitError, errors.New("flags --duration and --max-runs: one must bound the campaign")}
+			}
+			if !fs.Changed("seed") {
+				seed = time.Now().UnixNano() % 1_000_000_000
+			}
+			o.Seed = seed
+			w := cmd.ErrOrStderr()
+			fmt.Fprintf(w, "campaign seed %d (rerun with --seed %d), shard %s, output %s\n", seed, seed, o.Shard, o.Out)
+			o.Progress = campaignProgress(w, campaignTTY(w))
+			sum, err := campaign.Search(cmd.Context(), o)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
+			if campaignTTY(w) {
+				fmt.Fprint(w, "\r\033[K")
+			}
+			printCampaignSummary(cmd.OutOrStdout(), o.Out, sum)
+			return campaignStatus(sum, failOnFindings)
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&o.Duration, "duration", time.Minute, "start no new plan after this long (0: only --max-runs bounds it)")
+	f.IntVar(&o.MaxRuns, "max-runs", 0, "run at most this many plans (of this shard; 0: no limit)")
+	f.StringSliceVar(&impls, "impl", nil, "implementations to draw from (default: all; see locklab list)")
+	f.StringSliceVar(&faultKinds, "faults", nil, `fault kinds to draw from (default: all; "none" for fault-free plans)`)
+	f.StringSliceVar(&fencing, "fencing", nil, "fencing modes to draw from: off, writes, full (default: all an implementation supports)")
+	f.IntVar(&maxFaults, "max-faults", campaign.DefaultMaxFaults, "faults per plan at most")
+	f.BoolVar(&calm, "calm", false, "only calm workloads: work at most a quarter of the TTL")
+	f.Int64Var(&seed, "seed", 0, "campaign seed (default: from the time, printed); the same seed draws the same plans")
+	f.StringVar(&o.Out, "out", "out/campaign", "output directory: runs/, failures/, summary.json, summary.md, junit.xml")
+	f.IntVar(&o.Parallel, "parallel", 1, "plans run at once")
+	f.StringVar(&shard, "shard", "", "run shard i/n of the plan sequence (0 ≤ i < n), for splitting a campaign across runners")
+	f.IntVar(&o.Confirm, "confirm", campaign.DefaultConfirm, "re-runs that confirm a failing plan (and each shrink candidate); 0: none and no shrinking")
+	f.DurationVar(&o.ShrinkTime, "shrink-time", campaign.DefaultShrinkTime, "time to shrink one confirmed failure (0: no shrinking)")
+	f.StringVar(&class, "class", "", "search one bug class (its implementation and fault kinds) and stop at its first detection")
+	f.BoolVar(&o.KeepPassing, "keep-passing", false, "keep the run directories of passing runs")
+	f.DurationVar(&o.CheckTimeout, "check-timeout", campaign.DefaultCheckTimeout, "checker timeout per property; a timeout is unknown, never a pass")
+	f.BoolVar(&failOnFindings, "fail-on-findings", false, "exit 1 also for violations the models do not rule out")
+	f.BoolVar(&o.SafeOnly, "safe-only", false, "confirm and shrink only safe-configuration violations (and --class detections), not findings")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		// 0 on the command line means none; internally 0 means the default.
+		if f.Changed("confirm") && o.Confirm < 0 {
+			return &statusError{exitError, fmt.Errorf("flag --confirm: must not be negative, got %d", o.Confirm)}
+		}
+		if f.Changed("confirm") && o.Confirm == 0 {
+			o.Confirm = -1
+		}
+		if f.Changed("shrink-time") && o.ShrinkTime <= 0 {
+			o.ShrinkTime = -1
+		}
+		return nil
+	}
+	cmd.AddCommand(newCampaignMergeCmd())
+	return cmd
+}
+
+func newCampaignMergeCmd() *cobra.Command {
+	var out string
+	var failOnFindings bool
+	cmd := &cobra.Command{
+		Use:   "merge DIR...",
+		Short: "Merge the summaries of campaign shards (or campaigns) into one",
+		Long: `Merge reads DIR/summary.json of each directory and writes one summary.json, summary.md
+and junit.xml into --out, with counts added up, the earliest first violations, and paths
+relative to --out. Exit status as for campaign.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, dirs []string) error {
+			sums := make([]*campaign.Summary, len(dirs))
+			for i, d := range dirs {
+				s, err := campaign.ReadSummary(d)
+				if err != nil {
+					return &statusError{exitError, err}
+				}
+				if filepath.Base(d) == campaign.SummaryFile {
+					dirs[i] = filepath.Dir(d)
+				}
+				sums[i] = s
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return &statusError{exitError, err}
+			}
+			m := campaign.Merge(out, dirs, sums)
+			if err := campaign.WriteSummary(out, m); err != nil {
+				return &statusError{exitError, err}
+			}
+			printCampaignSummary(cmd.OutOrStdout(), out, m)
+			return campaignStatus(m, failOnFindings)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "out/campaign-merged", "directory for the merged summary")
+	cmd.Flags().BoolVar(&failOnFindings, "fail-on-findings", false, "exit 1 also for violations the models do not rule out")
+	return cmd
+}
+
+func campaignTrim(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// campaignStatus is the exit status of a finished campaign.
+func campaignStatus(s *campaign.Summary, failOnFindings bool) error {
+	switch {
+	case !s.OK(), failOnFindings && s.Findings > 0:
+		return &statusError{code: exitViolation}
+	case s.Interrupted:
+		return &statusError{exitError, errors.New("campaign interrupted; summary written")}
+	case s.Runs == 0 && s.Errors > 0:
+		return &statusError{exitError, fmt.Errorf("no plan could run (%d errors; see summary.md)", s.Errors)}
+	}
+	return nil
+}
+
+// printSummary prints the campaign's result in a few lines.
+func printCampaignSummary(w io.Writer, out string, s *campaign.Summary) {
+	fmt.Fprintf(w, "\n%d plans run, %d re-runs, %d errors in %s (%.1f plans/minute)", s.Runs, s.Reruns, s.Errors, s.Elapsed.D(), s.PlansPerMinute)
+	if s.Interrupted {
+		fmt.Fprint(w, ", interrupted")
+	}
+	fmt.Fprintln(w)
+	for _, p := range linearizability.AllProperties() {
+		line := fmt.Sprintf("  %s %-20s %4d runs", p, p.Name(), s.Violations[p])
+		if f, ok := s.FirstViolation[p]; ok {
+			line += fmt.Sprintf(", first after %s (run %d)", f.After.D(), f.Run)
+		}
+		fmt.Fprintln(w, line)
+	}
+	for c, f := range s.FirstDetection {
+		if s.Class == "" || c == s.Class {
+			fmt.Fprintf(w, "  class %s found after %s, %d runs (%s)\n", c, f.After.D(), f.Runs, f.Plan)
+		}
+	}
+	if s.Class != "" && !s.Detected {
+		fmt.Fprintf(w, "  class %s NOT found in %d runs\n", s.Class, s.Runs)
+	}
+	for _, f := range s.Failures {
+		kind := "finding"
+		if len(f.Safe) > 0 {
+			kind = "SAFE-CONFIGURATION VIOLATION"
+		}
+		fmt.Fprintf(w, "  %s: run %d %s %s fencing %s faults %s: %s illegal", kind, f.Run, f.Impl, f.Topology, f.Fencing, f.Faults, campaignProps(f.Illegal))
+		if f.Saved != "" {
+			fmt.Fprintf(w, "; saved %s", filepath.Join(out, f.Saved))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%d safe-configuration violations, %d findings; summary %s\n", s.SafeViolations, s.Findings, filepath.Join(out, campaign.MarkdownFile))
+}
+
+func campaignProps(ps []linearizability.Property) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ",")
+}
+
+// isTerminal reports whether w is a terminal, where the progress line redraws itself.
+func campaignTTY(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressPrinter shows a campaign's progress: on a terminal one status line redrawn in
+// place, with notes (confirmations, shrinks, detections) above it; elsewhere one line per
+// finished run and per note.
+func campaignProgress(w io.Writer, tty bool) func(campaign.Progress) {
+	return func(p campaign.Progress) {
+		status := campaignStatusLine(p)
+		if tty {
+			if p.Note != "" {
+				fmt.Fprintf(w, "\r\033[K%s\n", p.Note)
+			}
+			fmt.Fprintf(w, "\r\033[K%s", status)
+			return
+		}
+		if p.Note != "" {
+			fmt.Fprintln(w, p.Note)
+		}
+		if r := p.Finished; r != nil {
+			verdict := "ok"
+			switch {
+			case r.Error != "":
+				verdict = "ERROR " + campaignFirstLine(r.Error)
+			case len(r.Illegal) > 0:
+				verdict = campaignProps(r.Illegal) + " ILLEGAL"
+			}
+			fmt.Fprintf(w, "%s: %s | %s\n", r.Plan, verdict, status)
+		}
+	}
+}
+
+func campaignStatusLine(p campaign.Progress) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d runs", p.Runs)
+	if p.MaxRuns > 0 {
+		fmt.Fprintf(&b, "/%d", p.MaxRuns)
+	}
+	for _, prop := range linearizability.AllProperties() {
+		fmt.Fprintf(&b, " %s:%d", prop, p.Violations[prop])
+	}
+	fmt.Fprintf(&b, " safe:%d findings:%d errors:%d", p.Safe, p.Findings, p.Errors)
+	eta := time.Duration(-1)
+	switch {
+	case p.Duration > 0:
+		eta = max(p.Duration-p.Elapsed, 0)
+	case p.MaxRuns > 0 && p.Runs > 0:
+		eta = p.Elapsed / time.Duration(p.Runs) * time.Duration(p.MaxRuns-p.Runs)
+	}
+	fmt.Fprintf(&b, " | %s", p.Elapsed.Round(time.Second))
+	if eta >= 0 {
+		fmt.Fprintf(&b, " ETA %s", eta.Round(time.Second))
+	}
+	if p.Current != "" {
+		fmt.Fprintf(&b, " | %s", p.Current)
+	}
+	return b.String()
+}
+
+func campaignFirstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) > 160 {
+		line = line[:160] + "…"
+	}
+	return line
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/campaign"
+)
+
+// TestCampaignFlagErrorsNameTheFlag: bad campaign and replay input exits 2 and says which
+// flag or file is wrong.
+func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.json")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"campaign", "--impl", "nope", "--out", dir}, `flags --impl/--faults/--fencing: unknown lock implementation "nope"`},
+		{[]string{"campaign", "--faults", "client-paws", "--out", dir}, `unknown fault kind "client-paws"`},
+		{[]string{"campaign", "--fencing", "fool", "--out", dir}, `unknown fencing mode "fool"`},
+		{[]string{"campaign", "--impl", "setnx", "--fencing", "full", "--out", dir}, "setnx grants no fencing tokens"},
+		{[]string{"campaign", "--shard", "3/2", "--out", dir}, "flag --shard:"},
+		{[]string{"campaign", "--class", "nope", "--out", dir}, `flag --class: unknown bug class "nope" (known: pause-past-ttl`},
+		{[]string{"campaign", "--class", "clock-jump", "--impl", "fenced", "--out", dir}, "flag --impl: --class sets the space itself"},
+		{[]string{"campaign", "--parallel", "0", "--out", dir}, "flag --parallel: want at least 1"},
+		{[]string{"campaign", "--duration", "0", "--out", dir}, "flags --duration and --max-runs"},
+		{[]string{"campaign", "--confirm", "-1", "--out", dir}, "flag --confirm: must not be negative"},
+		{[]string{"campaign", "merge", "--out", dir, missing}, "read summary"},
+		{[]string{"replay", missing}, missing},
+		{[]string{"replay", "--repeat", "0", missing}, "flag --repeat: want at least 1"},
+	} {
+		code, _, stderr := locklab(t, c.args...)
+		if code != exitError || !strings.Contains(stderr, c.want) {
+			t.Errorf("locklab %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, exitError, c.want)
+		}
+	}
+}
+
+// TestCampaignThenReplay: a short class search on real Redis finds the check-then-set
+// mutant (exit 0: a class search succeeds when it finds its class), writes its summary
+// files, and `locklab replay` re-runs the saved failure and reports how often it
+// reproduced (exit 1 when it did).
+func TestCampaignThenReplay(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := locklab(t, "campaign", "--class", "check-then-set", "--seed", "1", "--max-runs", "10",
+		"--shrink-time", "0", "--out", out)
+	if code != exitOK {
+		t.Fatalf("campaign: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "class check-then-set found after") || !strings.Contains(stderr, "campaign seed 1") {
+		t.Errorf("campaign output:\n%s\n%s", stdout, stderr)
+	}
+	sum, err := campaign.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved string
+	for _, f := range sum.Failures {
+		if f.Saved != "" {
+			saved = filepath.Join(out, f.Saved)
+		}
+	}
+	for _, name := range []string{campaign.MarkdownFile, campaign.JUnitFile} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	if saved == "" {
+		t.Fatalf("no saved failure: %+v", sum.Failures)
+	}
+	code, stdout, stderr = locklab(t, "replay", "--repeat", "2", filepath.Dir(saved))
+	if (code != exitViolation && code != exitOK) || !strings.Contains(stdout, "run 2/2:") || !strings.Contains(stdout, "reproduced ") {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code == exitOK && !strings.Contains(stdout, "reproduced 0/2") || code == exitViolation && strings.Contains(stdout, "reproduced 0/2") {
+		t.Errorf("replay exit %d does not match its count:\n%s", code, stdout)
+	}
+}
+
+// TestCampaignInterruptedWritesTheSummary: cancelling a campaign (what Ctrl-C does)
+// stops it and still writes the summary, marked interrupted.
+func TestCampaignInterruptedWritesTheSummary(t *testing.T) {
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var o, e bytes.Buffer
+	code := run(ctx, []string{"campaign", "--impl", "setnx", "--faults", "none", "--duration", "1m", "--seed", "5", "--out", out}, &o, &e)
+	if code != exitError || !strings.Contains(e.String(), "interrupted") {
+		t.Fatalf("exit %d\n%s\n%s", code, o.String(), e.String())
+	}
+	sum, err := campaign.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Interrupted {
+		t.Errorf("summary not marked interrupted: %+v", sum)
+	}
+}

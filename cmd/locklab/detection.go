@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/locklab/locklab/campaign"
+)
+
+// The lines of a Markdown file between which `locklab detection --markdown` puts the table.
+const (
+	detectionBegin = "<!-- detection:begin -->"
+	detectionEnd   = "<!-- detection:end -->"
+)
+
+func newDetectionCmd() *cobra.Command {
+	var (
+		o        campaign.DetectionOptions
+		classes  []string
+		markdown string
+	)
+	cmd := &cobra.Command{
+		Use:   "detection",
+		Short: "Time to detection: random class searches from several seeds per bug class, and false alarms",
+		Long: `Detection measures how fast random search finds each bug class of the catalog and
+each mutant: for every class, --seeds class searches (seeds --seed, --seed+1, …), each
+drawing plans only from the class's space (its implementation and fault kinds) until
+the class's first detection or --max-runs plans. It reports the median and worst time
+and number of plans to the first detection, the shrunk size of the first seed's
+counterexample (with --shrink), and the false alarms of --safe-runs fault-free plans
+per seed on every correct implementation. It writes detection.json and detection.md to
+--out; with --markdown FILE the table replaces what is between the lines
+` + detectionBegin + ` and ` + detectionEnd + ` in FILE.
+
+Exit status: 0 every class was found by every seed and there was no false alarm, 1 a
+class was missed or a false alarm seen, 2 an error or an interruption.`,
+		Example: `  locklab detection --seeds 10 --shrink --markdown BENCHMARKS.md
+  locklab detection --class pause-past-ttl,check-then-set --seeds 3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if markdown != "" {
+				data, err := os.ReadFile(markdown)
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
+				}
+				if _, err := replaceBlock(data, "", markdown, detectionBegin, detectionEnd); err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
+				}
+			}
+			for _, c := range trimAll(classes) {
+				if _, err := campaign.ClassByID(nil, c); err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --class: %w", err)}
+				}
+				o.Classes = append(o.Classes, c)
+			}
+			if o.Seeds < 1 || o.MaxRuns < 1 || o.SafeRuns < 0 || o.Parallel < 1 {
+				return &statusError{exitError, errors.New("flags --seeds, --max-runs and --parallel must be at least 1, --safe-runs at least 0")}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			w := cmd.ErrOrStderr()
+			o.Progress = func(line string) { fmt.Fprintln(w, line) }
+			res, err := campaign.Detection(ctx, o)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
+			md := res.Markdown(commandLine(cmd))
+			if err := os.MkdirAll(o.Out, 0o755); err != nil {
+				return &statusError{exitError, err}
+			}
+			js, err := json.MarshalIndent(res, "", "  ")
+			if err == nil {
+				err = os.WriteFile(filepath.Join(o.Out, "detection.json"), append(js, '\n'), 0o644)
+			}
+			if err != nil {
+				return &statusError{exitError, fmt.Errorf("write detection.json: %w", err)}
+			}
+			if err := os.WriteFile(filepath.Join(o.Out, "detection.md"), []byte(md), 0o644); err != nil {
+				return &statusError{exitError, err}
+			}
+			fmt.Fprint(cmd.OutOrStdout(), md)
+			if res.Interrupted {
+				return &statusError{exitError, fmt.Errorf("interrupted: %w", context.Canceled)}
+			}
+			if markdown != "" {
+				data, err := os.ReadFile(markdown)
+				if err == nil {
+					data, err = replaceBlock(data, md, markdown, detectionBegin, detectionEnd)
+				}
+				if err == nil {
+					err = os.WriteFile(markdown, data, 0o644)
+				}
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("update %s: %w", markdown, err)}
+				}
+			}
+			var missed []string
+			for _, r := range res.Rows {
+				if r.Found < r.Seeds {
+					missed = append(missed, fmt.Sprintf("%s (%d/%d)", r.Class, r.Found, r.Seeds))
+				}
+			}
+			if len(missed) > 0 || res.FalseAlarms > 0 {
+				return &statusError{exitViolation, fmt.Errorf("missed: %s; false alarms: %d", strings.Join(missed, ", "), res.FalseAlarms)}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&classes, "class", nil, "bug classes to measure (default: every class)")
+	f.IntVar(&o.Seeds, "seeds", 10, "class searches per class")
+	f.Int64Var(&o.Seed, "seed", 1, "the first seed")
+	f.IntVar(&o.MaxRuns, "max-runs", 60, "plans per class search at most")
+	f.IntVar(&o.SafeRuns, "safe-runs", 10, "fault-free plans per seed on the correct implementations, for false alarms")
+	f.IntVar(&o.Parallel, "parallel", 1, "plans at once within a search")
+	f.BoolVar(&o.Shrink, "shrink", false, "shrink the first seed's detection of each class")
+	f.StringVar(&o.Out, "out", "out/detection", "output directory")
+	f.StringVar(&markdown, "markdown", "", "Markdown file whose table between "+detectionBegin+" and "+detectionEnd+" is replaced")
+	return cmd
+}
