@@ -98,7 +98,7 @@ matrix: deps build
 # About half an hour on 2 cores; SEEDS=3 for a quick look.
 SEEDS ?= 10
 detection: deps build
-	$(BIN) detection --seeds $(SEEDS) --shrink --out $(OUT)/detection --markdown BENCHMARKS.md
+	$(BIN) detection --seeds $(SEEDS) --parallel 2 --shrink --shrink-time 30s --out $(OUT)/detection --markdown BENCHMARKS.md
 
 clean:
 	rm -rf bin $(OUT)

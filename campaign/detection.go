@@ -29,8 +29,9 @@ type DetectionOptions struct {
 	Out      string // output directory (required)
 	// Shrink shrinks the first seed's detection of each class, to report how small the
 	// counterexample gets; the other seeds only time the detection.
-	Shrink   bool
-	Progress func(string) // one line per finished search; nil: silent
+	Shrink     bool
+	ShrinkTime time.Duration // per shrink; 0: the search's default
+	Progress   func(string)  // one line per finished search; nil: silent
 }
 
 // DetectionRow is one class's result over its seeds.
@@ -110,7 +111,7 @@ func Detection(ctx context.Context, o DetectionOptions) (res DetectionResult, er
 			class := c
 			shrink := time.Duration(-1)
 			if o.Shrink && k == 0 {
-				shrink = 0 // the default shrink time
+				shrink = o.ShrinkTime // 0: the search's default
 			}
 			sum, err := Search(ctx, SearchOptions{
 				Registry: o.Registry, Class: &class, StopAtDetection: true, Seed: seed, MaxRuns: o.MaxRuns,

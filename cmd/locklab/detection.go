@@ -123,6 +123,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 	f.IntVar(&o.SafeRuns, "safe-runs", 10, "fault-free plans per seed on the correct implementations, for false alarms")
 	f.IntVar(&o.Parallel, "parallel", 1, "plans at once within a search")
 	f.BoolVar(&o.Shrink, "shrink", false, "shrink the first seed's detection of each class")
+	f.DurationVar(&o.ShrinkTime, "shrink-time", 0, "time to spend shrinking one detection (0: the campaign default)")
 	f.StringVar(&o.Out, "out", "out/detection", "output directory")
 	f.StringVar(&markdown, "markdown", "", "Markdown file whose table between "+detectionBegin+" and "+detectionEnd+" is replaced")
 	return cmd
