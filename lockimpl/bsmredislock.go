@@ -81,7 +81,7 @@ func (l *bsmRedislock) Acquire(ctx context.Context, key string, ttl time.Duratio
 	case err != nil:
 		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
-	if err := thirdPartyStep(ctx, l.step, StepGranted); err != nil {
+	if err := callStep(ctx, l.step, StepGranted); err != nil {
 		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
 	l.mu.Lock()

@@ -5,6 +5,7 @@ package lockimpl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/locklab/locklab/histories"
@@ -78,4 +79,16 @@ var ErrUnsupported = errors.New("operation not supported by this lock")
 // A careful client asks it, not the lease it got from Acquire, before it touches the store.
 type Renewer interface {
 	Current(lease Lease) (Lease, bool)
+}
+
+// callStep calls the Step hook fn (nil: none); its error is the injected crash and ends
+// the operation there.
+func callStep(ctx context.Context, fn StepFunc, step string) error {
+	if fn == nil {
+		return nil
+	}
+	if err := fn(ctx, step); err != nil {
+		return fmt.Errorf("stopped at step %s: %w", step, err)
+	}
+	return nil
 }

@@ -111,15 +111,9 @@ func (l *redisLock) lease(key, token string, fence int64, start time.Time, ttl t
 	return Lease{Key: key, Token: token, Fence: fence, Deadline: deadline, Validity: deadline.Sub(l.clock.Now())}
 }
 
-// doStep calls the Step hook; its error is the injected crash and ends the operation.
+// doStep calls the Step hook (see callStep).
 func (l *redisLock) doStep(ctx context.Context, step string) error {
-	if l.step == nil {
-		return nil
-	}
-	if err := l.step(ctx, step); err != nil {
-		return fmt.Errorf("stopped at step %s: %w", step, err)
-	}
-	return nil
+	return callStep(ctx, l.step, step)
 }
 
 // checkArgs refuses what Redis would refuse, and rounds ttl down to the milliseconds

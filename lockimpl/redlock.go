@@ -153,10 +153,8 @@ func (l *redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	validity := ttl - time.Since(sent) - redlockDrift(ttl)
 	granted, _, _ := countReplies(sets)
 	if granted >= l.quorum && validity > 0 {
-		if l.step != nil {
-			if err := l.step(ctx, StepGranted); err != nil {
-				return Lease{}, fmt.Errorf("redlock: acquire %q: stopped at step %s: %w", key, StepGranted, err)
-			}
+		if err := callStep(ctx, l.step, StepGranted); err != nil {
+			return Lease{}, fmt.Errorf("redlock: acquire %q: %w", key, err)
 		}
 		// The docs' validity counts from the end of the attempt; on cfg.Clock that
 		// is start + elapsed + validity = start + ttl - drift, which never overstates

@@ -106,7 +106,7 @@ func (l *redsyncLock) Acquire(ctx context.Context, key string, ttl time.Duration
 	if err := m.LockContext(ctx); err != nil {
 		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, l.classify(err, ErrNotAcquired))
 	}
-	if err := thirdPartyStep(ctx, l.step, StepGranted); err != nil {
+	if err := callStep(ctx, l.step, StepGranted); err != nil {
 		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
 	return l.lease(key, m, start, ttl), nil

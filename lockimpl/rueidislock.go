@@ -186,7 +186,7 @@ func (l *rueidisLock) Acquire(ctx context.Context, key string, ttl time.Duration
 	case err != nil:
 		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
-	if err := thirdPartyStep(ctx, l.step, StepGranted); err != nil {
+	if err := callStep(ctx, l.step, StepGranted); err != nil {
 		l.crash()
 		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}

@@ -1,7 +1,6 @@
 package lockimpl
 
 import (
-	"context"
 	"fmt"
 )
 
@@ -37,18 +36,6 @@ func thirdPartyImpls() []Impl {
 			New:         newRueidisLock,
 		},
 	}
-}
-
-// thirdPartyStep calls the Step hook; its error is the injected crash and ends the
-// operation.
-func thirdPartyStep(ctx context.Context, fn StepFunc, step string) error {
-	if fn == nil {
-		return nil
-	}
-	if err := fn(ctx, step); err != nil {
-		return fmt.Errorf("stopped at step %s: %w", step, err)
-	}
-	return nil
 }
 
 // refusal wraps a library error that is a definite refusal in kind (ErrNotAcquired or
