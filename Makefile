@@ -39,7 +39,7 @@ vet:
 # Longer fuzzing of the readers than `make test` does (the seed corpus runs in every test).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadHistory -fuzztime 60s ./histories
-	$(GO) test -run '^$$' -fuzz FuzzParsePlan -fuzztime 60s ./campaign
+	$(GO) test -run '^$$' -fuzz FuzzParsePlan -fuzztime 60s ./plan
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./histories ./linearizability ./workload

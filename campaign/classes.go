@@ -7,6 +7,7 @@ import (
 
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
 )
 
 // Class is a known bug class (DESIGN.md's table, and the catalog's scenarios) as a search
@@ -112,7 +113,7 @@ func ClassByID(reg *lockimpl.Registry, id string) (Class, error) {
 // Matches reports whether plan p lies in the class's space: its implementation and
 // fencing mode are the class's, its fault kinds are among the class's (at least one
 // fault if the class needs one), and it is calm if the class is.
-func (c Class) Matches(p Plan) bool {
+func (c Class) Matches(p plan.Plan) bool {
 	s := c.Space
 	if len(s.Impls) > 0 && !slices.Contains(s.Impls, p.Impl) {
 		return false
@@ -138,7 +139,7 @@ func (c Class) Matches(p Plan) bool {
 // Detects is which of the illegal properties of a run of p count as finding the class:
 // those it detects, for a plan of its space, and for a mutant only those its correct
 // counterpart is expected to keep under the same plan.
-func (c Class) Detects(p Plan, illegal []lin.Property) []lin.Property {
+func (c Class) Detects(p plan.Plan, illegal []lin.Property) []lin.Property {
 	if !c.Matches(p) {
 		return nil
 	}

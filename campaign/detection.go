@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
 )
 
 // DetectionOptions configure the time-to-detection benchmark: for each bug class, class
@@ -32,26 +32,28 @@ type DetectionOptions struct {
 	Shrink     bool
 	ShrinkTime time.Duration // per shrink; 0: the search's default
 	Progress   func(string)  // one line per finished search; nil: silent
+	// Render is passed to every search (SearchOptions.Render).
+	Render func(dir string, s *Summary) error
 }
 
 // DetectionRow is one class's result over its seeds.
 type DetectionRow struct {
-	Class   string         `json:"class"`
-	Detect  []lin.Property `json:"detect"`
-	Seeds   int            `json:"seeds"`
-	Found   int            `json:"found"`
-	Times   []Duration     `json:"times"` // per seed that found it: time to the first detection
-	Plans   []int          `json:"plans"` // per seed that found it: plans run by then, that one included
-	Missed  []int64        `json:"missed,omitempty"`
-	Shrunk  *Failure       `json:"shrunk,omitempty"` // the first seed's detection, shrunk
-	Elapsed Duration       `json:"elapsed"`
-	Space   Space          `json:"space"`
+	Class   string          `json:"class"`
+	Detect  []lin.Property  `json:"detect"`
+	Seeds   int             `json:"seeds"`
+	Found   int             `json:"found"`
+	Times   []plan.Duration `json:"times"` // per seed that found it: time to the first detection
+	Plans   []int           `json:"plans"` // per seed that found it: plans run by then, that one included
+	Missed  []int64         `json:"missed,omitempty"`
+	Shrunk  *Failure        `json:"shrunk,omitempty"` // the first seed's detection, shrunk
+	Elapsed plan.Duration   `json:"elapsed"`
+	Space   Space           `json:"space"`
 }
 
 // DetectionResult is the whole benchmark.
 type DetectionResult struct {
 	Started     time.Time      `json:"started"`
-	Elapsed     Duration       `json:"elapsed"`
+	Elapsed     plan.Duration  `json:"elapsed"`
 	Seeds       int            `json:"seeds"`
 	FirstSeed   int64          `json:"first_seed"`
 	MaxRuns     int            `json:"max_runs"`
@@ -102,7 +104,7 @@ func Detection(ctx context.Context, o DetectionOptions) (res DetectionResult, er
 	}
 	res = DetectionResult{Started: time.Now().UTC(), Seeds: o.Seeds, FirstSeed: o.Seed, MaxRuns: o.MaxRuns, GoVersion: runtime.Version()}
 	start := time.Now()
-	defer func() { res.Elapsed = D(time.Since(start)) }()
+	defer func() { res.Elapsed = plan.D(time.Since(start)) }()
 	for _, c := range classes {
 		row := DetectionRow{Class: c.ID, Detect: c.Detect, Seeds: o.Seeds, Space: c.Space}
 		classStart := time.Now()
@@ -115,11 +117,11 @@ func Detection(ctx context.Context, o DetectionOptions) (res DetectionResult, er
 			}
 			sum, err := Search(ctx, SearchOptions{
 				Registry: o.Registry, Class: &class, StopAtDetection: true, Seed: seed, MaxRuns: o.MaxRuns,
-				Parallel: o.Parallel, Out: filepath.Join(o.Out, c.ID, fmt.Sprint(seed)), ShrinkTime: shrink, SafeOnly: true,
+				Parallel: o.Parallel, Out: filepath.Join(o.Out, c.ID, fmt.Sprint(seed)), ShrinkTime: shrink, SafeOnly: true, Render: o.Render,
 			})
 			if ctx.Err() != nil {
 				res.Interrupted = true
-				row.Elapsed = D(time.Since(classStart))
+				row.Elapsed = plan.D(time.Since(classStart))
 				res.Rows = append(res.Rows, row)
 				return res, nil
 			}
@@ -140,7 +142,7 @@ func Detection(ctx context.Context, o DetectionOptions) (res DetectionResult, er
 			}
 			o.progress("%s seed %d: found after %s, %d plans (%s)", c.ID, seed, first.After.D().Round(time.Millisecond), first.Runs, first.Plan)
 		}
-		row.Elapsed = D(time.Since(classStart))
+		row.Elapsed = plan.D(time.Since(classStart))
 		res.Rows = append(res.Rows, row)
 	}
 	// False alarms: fault-free plans on every correct implementation, whose properties
@@ -152,7 +154,7 @@ func Detection(ctx context.Context, o DetectionOptions) (res DetectionResult, er
 		seed := o.Seed + int64(k)
 		sum, err := Search(ctx, SearchOptions{
 			Registry: o.Registry, Space: safeSpace(o.Registry), Seed: seed, MaxRuns: o.SafeRuns,
-			Parallel: o.Parallel, Out: filepath.Join(o.Out, "fault-free", fmt.Sprint(seed)), SafeOnly: true, Confirm: -1,
+			Parallel: o.Parallel, Out: filepath.Join(o.Out, "fault-free", fmt.Sprint(seed)), SafeOnly: true, Confirm: -1, Render: o.Render,
 		})
 		if ctx.Err() != nil {
 			res.Interrupted = true
@@ -194,60 +196,4 @@ func shrunkDetection(sum *Summary, class string) *Failure {
 		}
 	}
 	return nil
-}
-
-// median and worst of a sample (zero for none).
-func medianWorst[T int | Duration](xs []T, less func(a, b T) bool) (T, T) {
-	var zero T
-	if len(xs) == 0 {
-		return zero, zero
-	}
-	s := slices.Clone(xs)
-	slices.SortFunc(s, func(a, b T) int {
-		switch {
-		case less(a, b):
-			return -1
-		case less(b, a):
-			return 1
-		}
-		return 0
-	})
-	return s[(len(s)-1)/2], s[len(s)-1]
-}
-
-// Markdown renders the result as BENCHMARKS.md's time-to-detection section.
-func (r DetectionResult) Markdown(command string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Produced by `%s` on %s (%s, %s in all). Each class: %d class searches (seeds %d…%d), each until the first detection or %d plans; a search draws random plans from the class's space only (its implementation and fault kinds, never times, targets or points).\n\n",
-		command, r.Started.Format(time.RFC3339), r.GoVersion, r.Elapsed.D().Round(time.Second), r.Seeds, r.FirstSeed, r.FirstSeed+int64(r.Seeds)-1, r.MaxRuns)
-	if r.Interrupted {
-		b.WriteString("**Interrupted:** the rows below are what was measured before.\n\n")
-	}
-	b.WriteString("| class | detects | found | median time | worst time | median plans | worst plans | shrunk counterexample (first seed) |\n|---|---|---|---|---|---|---|---|\n")
-	for _, row := range r.Rows {
-		mt, wt := medianWorst(row.Times, func(a, b Duration) bool { return a.D() < b.D() })
-		mp, wp := medianWorst(row.Plans, func(a, b int) bool { return a < b })
-		props := make([]string, len(row.Detect))
-		for i, p := range row.Detect {
-			props[i] = string(p)
-		}
-		shrunk := "—"
-		if f := row.Shrunk; f != nil {
-			shrunk = fmt.Sprintf("%d faults, %d clients, %d ops (from %d faults, %d clients, %d ops)", f.Shrunk.Faults, f.Shrunk.Clients, f.Shrunk.Ops, f.Original.Faults, f.Original.Clients, f.Original.Ops)
-		}
-		found := fmt.Sprintf("%d/%d", row.Found, row.Seeds)
-		if row.Found == 0 {
-			fmt.Fprintf(&b, "| %s | %s | %s | — | — | — | — | %s |\n", row.Class, strings.Join(props, ", "), found, shrunk)
-			continue
-		}
-		worst := wt.D().Round(100 * time.Millisecond).String()
-		worstPlans := fmt.Sprint(wp)
-		if row.Found < row.Seeds {
-			worst, worstPlans = "> "+worst+" (missed)", fmt.Sprintf("> %d (missed)", r.MaxRuns)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %s | %s |\n", row.Class, strings.Join(props, ", "), found,
-			mt.D().Round(100*time.Millisecond), worst, mp, worstPlans, shrunk)
-	}
-	fmt.Fprintf(&b, "\nFalse alarms: **%d** safe-configuration violations in %d fault-free plans on every correct implementation (%d failed to run).\n", r.FalseAlarms, r.SafeRuns, r.SafeErrors)
-	return b.String()
 }

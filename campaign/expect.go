@@ -7,6 +7,7 @@ import (
 	"github.com/locklab/locklab/cluster"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -51,7 +52,7 @@ const (
 
 // faultSide is what f touches: its client, the store (a server or only links ending at
 // it), or the lock service (anything else).
-func faultSide(f FaultSpec) string {
+func faultSide(f plan.FaultSpec) string {
 	switch {
 	case strings.HasPrefix(f.Kind, "client-"):
 		return SideClient
@@ -140,7 +141,7 @@ func Rules() []Rule {
 
 // Expected is which properties the models say must hold for plan p of implementation
 // impl: the union of what every matching rule holds. A mutant is expected to hold nothing.
-func Expected(p Plan, impl lockimpl.Impl) map[lin.Property]bool {
+func Expected(p plan.Plan, impl lockimpl.Impl) map[lin.Property]bool {
 	out := map[lin.Property]bool{}
 	for prop := range ExpectedBy(p, impl) {
 		out[prop] = true
@@ -149,7 +150,7 @@ func Expected(p Plan, impl lockimpl.Impl) map[lin.Property]bool {
 }
 
 // ExpectedBy is Expected with the name of the first rule that claims each property.
-func ExpectedBy(p Plan, impl lockimpl.Impl) map[lin.Property]string {
+func ExpectedBy(p plan.Plan, impl lockimpl.Impl) map[lin.Property]string {
 	out := map[lin.Property]string{}
 	if impl.Mutant {
 		return out
@@ -167,7 +168,7 @@ func ExpectedBy(p Plan, impl lockimpl.Impl) map[lin.Property]string {
 	return out
 }
 
-func (r Rule) matches(p Plan, impl lockimpl.Impl) bool {
+func (r Rule) matches(p plan.Plan, impl lockimpl.Impl) bool {
 	if !slices.Contains(r.Impls, impl.Name) && !(slices.Contains(r.Impls, AnyCorrect) && !impl.Mutant) {
 		return false
 	}

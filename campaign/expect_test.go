@@ -7,6 +7,7 @@ import (
 
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
 )
 
 func props(m map[lin.Property]bool) []lin.Property {
@@ -23,42 +24,42 @@ func props(m map[lin.Property]bool) []lin.Property {
 func TestExpectedTable(t *testing.T) {
 	reg := lockimpl.Builtin()
 	all := []lin.Property{lin.P1, lin.P2, lin.P3, lin.L1}
-	base := func(impl, topo, fencing string, faults ...FaultSpec) Plan {
-		p := DefaultPlan()
+	base := func(impl, topo, fencing string, faults ...plan.FaultSpec) plan.Plan {
+		p := plan.Default()
 		p.Impl, p.Topology, p.Fencing, p.Faults = impl, topo, fencing, faults
-		p.TTL, p.Work = D(500*time.Millisecond), D(20*time.Millisecond)
+		p.TTL, p.Work = plan.D(500*time.Millisecond), plan.D(20*time.Millisecond)
 		return p
 	}
-	pause := func(point string) FaultSpec {
-		return FaultSpec{Kind: "client-pause", Target: "client:0", Point: point, Duration: D(time.Second)}
+	pause := func(point string) plan.FaultSpec {
+		return plan.FaultSpec{Kind: "client-pause", Target: "client:0", Point: point, Duration: plan.D(time.Second)}
 	}
-	crashLock := FaultSpec{Kind: "server-crash", Target: "lock-0"}
-	storeLatency := FaultSpec{Kind: "net-latency", Target: "client:0->store", Latency: D(time.Second), Duration: D(time.Second)}
-	lockLatency := FaultSpec{Kind: "net-latency", Target: "client:*->redis-0", Latency: D(time.Second), Duration: D(time.Second)}
-	with := func(p Plan, edit func(*Plan)) Plan { edit(&p); return p }
+	crashLock := plan.FaultSpec{Kind: "server-crash", Target: "lock-0"}
+	storeLatency := plan.FaultSpec{Kind: "net-latency", Target: "client:0->store", Latency: plan.D(time.Second), Duration: plan.D(time.Second)}
+	lockLatency := plan.FaultSpec{Kind: "net-latency", Target: "client:*->redis-0", Latency: plan.D(time.Second), Duration: plan.D(time.Second)}
+	with := func(p plan.Plan, edit func(*plan.Plan)) plan.Plan { edit(&p); return p }
 	for _, c := range []struct {
 		name string
-		p    Plan
+		p    plan.Plan
 		want []lin.Property
 	}{
 		{"mutant without faults", base("check-then-set", "single", "off"), nil},
 		{"setnx without faults", base("setnx", "single", "off"), all},
 		{"redlock without faults", base("redlock", "nodes:3", "off"), all},
 		// Progress does not depend on the work: a lease outlived by its work has expired.
-		{"work a third of the ttl", with(base("setnx", "single", "off"), func(p *Plan) { p.Work = D(170 * time.Millisecond) }), []lin.Property{lin.L1}},
-		{"work over the ttl, fencing full", with(base("fenced", "single", "full"), func(p *Plan) { p.Work = D(time.Second) }), []lin.Property{lin.P2, lin.P3, lin.L1}},
-		{"client crash", base("fenced", "single", "off", FaultSpec{Kind: "client-crash", Target: "any", Point: "acquire:granted"}), all},
-		{"client crash on redlock", base("redlock", "nodes:3", "off", FaultSpec{Kind: "client-crash", Target: "any"}), nil},
+		{"work a third of the ttl", with(base("setnx", "single", "off"), func(p *plan.Plan) { p.Work = plan.D(170 * time.Millisecond) }), []lin.Property{lin.L1}},
+		{"work over the ttl, fencing full", with(base("fenced", "single", "full"), func(p *plan.Plan) { p.Work = plan.D(time.Second) }), []lin.Property{lin.P2, lin.P3, lin.L1}},
+		{"client crash", base("fenced", "single", "off", plan.FaultSpec{Kind: "client-crash", Target: "any", Point: "acquire:granted"}), all},
+		{"client crash on redlock", base("redlock", "nodes:3", "off", plan.FaultSpec{Kind: "client-crash", Target: "any"}), nil},
 		{"pause in release", base("setnx", "single", "off", pause("in-release")), all},
 		{"pause before write, off", base("fenced", "single", "off", pause("before-write")), []lin.Property{lin.P3, lin.L1}},
 		{"pause before write, writes", base("fenced", "single", "writes", pause("before-write")), []lin.Property{lin.P3, lin.L1}},
 		{"pause before write, full", base("fenced", "single", "full", pause("before-write")), []lin.Property{lin.P2, lin.P3, lin.L1}},
 		{"lock crash, no persistence", base("fenced", "single", "full", crashLock), nil},
-		{"lock crash, aof-everysec", with(base("fenced", "single", "full", crashLock), func(p *Plan) { p.Persistence = "aof-everysec" }), nil},
-		{"lock crash, aof-always", with(base("fenced", "single", "full", crashLock), func(p *Plan) { p.Persistence = "aof-always" }), []lin.Property{lin.P2, lin.P3}},
-		{"store crash", base("fenced", "single", "full", FaultSpec{Kind: "server-crash", Target: "store"}), []lin.Property{lin.P3, lin.L1}},
-		{"clock jump, full", base("fenced", "single", "full", FaultSpec{Kind: "server-clock", Target: "lock-0", Offset: D(time.Second), Duration: D(time.Second)}), []lin.Property{lin.P2, lin.P3}},
-		{"failover", base("fenced", "replicated", "full", FaultSpec{Kind: "failover", Target: "any", Point: "acquire:granted", Duration: D(time.Second)}), nil},
+		{"lock crash, aof-everysec", with(base("fenced", "single", "full", crashLock), func(p *plan.Plan) { p.Persistence = "aof-everysec" }), nil},
+		{"lock crash, aof-always", with(base("fenced", "single", "full", crashLock), func(p *plan.Plan) { p.Persistence = "aof-always" }), []lin.Property{lin.P2, lin.P3}},
+		{"store crash", base("fenced", "single", "full", plan.FaultSpec{Kind: "server-crash", Target: "store"}), []lin.Property{lin.P3, lin.L1}},
+		{"clock jump, full", base("fenced", "single", "full", plan.FaultSpec{Kind: "server-clock", Target: "lock-0", Offset: plan.D(time.Second), Duration: plan.D(time.Second)}), []lin.Property{lin.P2, lin.P3}},
+		{"failover", base("fenced", "replicated", "full", plan.FaultSpec{Kind: "failover", Target: "any", Point: "acquire:granted", Duration: plan.D(time.Second)}), nil},
 		{"replicated, store latency", base("fenced", "replicated", "full", storeLatency), []lin.Property{lin.P2, lin.P3, lin.L1}},
 		{"replicated, lock latency", base("fenced", "replicated", "full", lockLatency), nil},
 		{"single, store latency", base("setnx", "single", "off", storeLatency), []lin.Property{lin.L1}},
@@ -93,7 +94,7 @@ func TestExpectedNeverContradictsTheCatalog(t *testing.T) {
 		"failover-loss-manual": {"*": {lin.P1, lin.P3}},
 		"unfenced-read":        {"off": {lin.P2}, "writes": {lin.P2}},
 	}
-	plans, err := Scenarios(reg)
+	plans, err := plan.Scenarios(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestExpectedNeverContradictsTheCatalog(t *testing.T) {
 	}
 	// The safe counterparts are expected safe where the models say so.
 	for name, want := range map[string][]lin.Property{"baseline": {lin.P1, lin.P2, lin.P3, lin.L1}, "restart-aof-always": {lin.P3}} {
-		p, err := Scenario(name, reg)
+		p, err := plan.Scenario(name, reg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +134,7 @@ func TestExpectedNeverContradictsTheCatalog(t *testing.T) {
 func TestClassesCoverTheCatalog(t *testing.T) {
 	reg := lockimpl.Builtin()
 	classes := Classes(reg)
-	plans, err := Scenarios(reg)
+	plans, err := plan.Scenarios(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestClassesCoverTheCatalog(t *testing.T) {
 		// The class draws the scenario's essential fault (slow-grant's scenario also uses a
 		// latency, only to arrange who takes the lock first).
 		none := len(c.Space.Faults) == 1 && c.Space.Faults[0] == NoFaults
-		if len(p.Faults) > 0 && (none || !slices.ContainsFunc(p.Faults, func(f FaultSpec) bool {
+		if len(p.Faults) > 0 && (none || !slices.ContainsFunc(p.Faults, func(f plan.FaultSpec) bool {
 			return len(c.Space.Faults) == 0 || slices.Contains(c.Space.Faults, f.Kind)
 		})) {
 			t.Errorf("class %s draws none of the fault kinds of scenario %s (%s)", c.ID, p.Name, faultKinds(p))
@@ -167,12 +168,12 @@ func TestClassesCoverTheCatalog(t *testing.T) {
 	// check-then-set under a pause before the write: the pause alone breaks P1 of the
 	// correct lock, so that run does not count as finding the mutant; without faults it does.
 	c, _ := ClassByID(reg, "check-then-set")
-	p := DefaultPlan()
+	p := plan.Default()
 	p.Impl = "check-then-set"
 	if got := c.Detects(p, []lin.Property{lin.P1}); !slices.Equal(got, []lin.Property{lin.P1}) {
 		t.Errorf("fault-free check-then-set P1: detects %v", got)
 	}
-	p.Faults = []FaultSpec{{Kind: "client-pause", Target: "client:0", Point: "before-write", Duration: D(time.Second)}}
+	p.Faults = []plan.FaultSpec{{Kind: "client-pause", Target: "client:0", Point: "before-write", Duration: plan.D(time.Second)}}
 	if got := c.Detects(p, []lin.Property{lin.P1}); len(got) != 0 {
 		t.Errorf("check-then-set with a pause before the write: detects %v", got)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -189,7 +190,7 @@ func kindNames() []string {
 // Calm reports whether p's critical section stays well inside its lease: work at most a
 // quarter of the TTL and at least 150 ms of the lease left after it, so that neither the
 // work nor an ordinary scheduling delay can outlast the lease.
-func Calm(p Plan) bool {
+func Calm(p plan.Plan) bool {
 	return 4*p.Work.D() <= p.TTL.D() && p.TTL.D()-p.Work.D() >= 150*time.Millisecond
 }
 
@@ -201,16 +202,16 @@ func Calm(p Plan) bool {
 // or triggered at a client point or lock step.
 // Every value it draws shrinks towards the simplest plan: fewer faults, fewer clients,
 // shorter times, the first choice of each list. Every plan it draws passes Validate.
-func PlanGen(reg *lockimpl.Registry, s Space) (*rapid.Generator[Plan], error) {
+func PlanGen(reg *lockimpl.Registry, s Space) (*rapid.Generator[plan.Plan], error) {
 	sp, err := s.resolve(reg)
 	if err != nil {
 		return nil, err
 	}
-	return rapid.Custom(func(t *rapid.T) Plan { return sp.draw(t) }), nil
+	return rapid.Custom(func(t *rapid.T) plan.Plan { return sp.draw(t) }), nil
 }
 
-func (sp space) draw(t *rapid.T) Plan {
-	p := DefaultPlan()
+func (sp space) draw(t *rapid.T) plan.Plan {
+	p := plan.Default()
 	is := rapid.SampledFrom(sp.impls).Draw(t, "impl")
 	impl := is.impl
 	p.Impl = impl.Name
@@ -235,12 +236,12 @@ func (sp space) draw(t *rapid.T) Plan {
 	p.Clients = rapid.IntRange(2, 8).Draw(t, "clients")
 	p.Keys = rapid.IntRange(1, 3).Draw(t, "keys")
 	ttl := 200*time.Millisecond + 50*time.Millisecond*time.Duration(rapid.IntRange(0, 16).Draw(t, "ttl_50ms"))
-	p.TTL = D(ttl)
+	p.TTL = plan.D(ttl)
 	run := time.Second + 100*time.Millisecond*time.Duration(rapid.IntRange(0, 20).Draw(t, "duration_100ms"))
-	p.Work = D(drawWork(t, ttl, sp.calm))
-	p.Retry = D(time.Duration(rapid.IntRange(1, 20).Draw(t, "retry_ms")) * time.Millisecond)
-	p.Think = D(p.Retry.D() + time.Duration(rapid.IntRange(1, 30).Draw(t, "think_extra_ms"))*time.Millisecond)
-	p.Timeout = D(rapid.SampledFrom([]time.Duration{2 * time.Second, time.Second}).Draw(t, "timeout"))
+	p.Work = plan.D(drawWork(t, ttl, sp.calm))
+	p.Retry = plan.D(time.Duration(rapid.IntRange(1, 20).Draw(t, "retry_ms")) * time.Millisecond)
+	p.Think = plan.D(p.Retry.D() + time.Duration(rapid.IntRange(1, 30).Draw(t, "think_extra_ms"))*time.Millisecond)
+	p.Timeout = plan.D(rapid.SampledFrom([]time.Duration{2 * time.Second, time.Second}).Draw(t, "timeout"))
 	p.Careless = rapid.Bool().Draw(t, "careless")
 	p.Extend = rapid.SampledFrom([]float64{0, 0.5, 1}).Draw(t, "extend")
 
@@ -250,7 +251,7 @@ func (sp space) draw(t *rapid.T) Plan {
 			points: append(workload.Points(), impl.Steps...),
 		}
 		gens := faultGens()
-		one := rapid.Custom(func(t *rapid.T) FaultSpec {
+		one := rapid.Custom(func(t *rapid.T) plan.FaultSpec {
 			kind := rapid.SampledFrom(tc.kinds).Draw(t, "kind")
 			return gens[kind].draw(t, env)
 		})
@@ -273,7 +274,7 @@ func (sp space) draw(t *rapid.T) Plan {
 			run = max(run, f.At.D()+2*time.Second)
 		}
 	}
-	p.Duration = D(run)
+	p.Duration = plan.D(run)
 	p.Seed = planSeed(p)
 	return p
 }
@@ -299,8 +300,8 @@ func drawWork(t *rapid.T, ttl time.Duration, calm bool) time.Duration {
 // a second failover, a second server fault on one server, and server pauses and crashes of
 // lock servers next to a failover (which kills and promotes them itself). The first fault
 // is always kept.
-func compatible(fs []FaultSpec) []FaultSpec {
-	var out []FaultSpec
+func compatible(fs []plan.FaultSpec) []plan.FaultSpec {
+	var out []plan.FaultSpec
 	failover := false
 	servers := map[string]bool{}
 	for _, f := range fs {
@@ -308,7 +309,7 @@ func compatible(fs []FaultSpec) []FaultSpec {
 		switch {
 		case f.Kind == "failover" && failover:
 			continue
-		case f.Kind == "failover" && slices.ContainsFunc(out, func(o FaultSpec) bool {
+		case f.Kind == "failover" && slices.ContainsFunc(out, func(o plan.FaultSpec) bool {
 			return (o.Kind == "server-pause" || o.Kind == "server-crash") && o.Target != "store"
 		}):
 			continue
@@ -329,7 +330,7 @@ func compatible(fs []FaultSpec) []FaultSpec {
 // planSeed derives the plan's seed from everything else in it. The seed only sets the
 // clients' jitter, so it is not drawn: rapid's shrinker would spend real runs minimising
 // a number that makes no plan simpler.
-func planSeed(p Plan) int64 {
+func planSeed(p plan.Plan) int64 {
 	p.Seed, p.Name, p.Description = 0, "", ""
 	h := fnv.New64a()
 	_, _ = h.Write(p.MarshalIndent()) // a hash never fails
@@ -353,62 +354,62 @@ type faultEnv struct {
 // faultGen draws one fault of a kind.
 type faultGen struct {
 	needs string // topology kind the kind needs; "" for any
-	draw  func(*rapid.T, faultEnv) FaultSpec
+	draw  func(*rapid.T, faultEnv) plan.FaultSpec
 }
 
 // faultGens are the generators of every fault kind, by kind. A kind the faults package
 // adds without a generator here is refused by Space.resolve and fails the coverage test.
 func faultGens() map[string]faultGen {
 	pause := func(kind string, crash bool) faultGen {
-		return faultGen{draw: func(t *rapid.T, e faultEnv) FaultSpec {
-			f := FaultSpec{Kind: kind, Target: e.clientTarget(t), Point: rapid.SampledFrom(e.points).Draw(t, "point")}
+		return faultGen{draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
+			f := plan.FaultSpec{Kind: kind, Target: e.clientTarget(t), Point: rapid.SampledFrom(e.points).Draw(t, "point")}
 			// Armed in the first half of the run; it strikes when the client next
 			// reaches the point.
-			f.At = D(e.run * time.Duration(rapid.IntRange(0, 9).Draw(t, "at_20th")) / 20)
+			f.At = plan.D(e.run * time.Duration(rapid.IntRange(0, 9).Draw(t, "at_20th")) / 20)
 			if !crash {
-				f.Duration = D(e.ttlQuarters(t, 1, 12))
+				f.Duration = plan.D(e.ttlQuarters(t, 1, 12))
 			}
 			return f
 		}}
 	}
 	net := func(kind string, latency bool) faultGen {
-		return faultGen{draw: func(t *rapid.T, e faultEnv) FaultSpec {
-			f := FaultSpec{Kind: kind, Target: e.linkTarget(t)}
+		return faultGen{draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
+			f := plan.FaultSpec{Kind: kind, Target: e.linkTarget(t)}
 			f.Direction = rapid.SampledFrom([]string{"", "up", "down"}).Draw(t, "direction")
 			if latency {
 				e.latency(t, &f)
 			}
 			e.start(t, &f)
-			f.Duration = D(e.ttlQuarters(t, 1, 12))
+			f.Duration = plan.D(e.ttlQuarters(t, 1, 12))
 			return f
 		}}
 	}
 	return map[string]faultGen{
 		"client-pause": pause("client-pause", false),
 		"client-crash": pause("client-crash", true),
-		"client-clock": {draw: func(t *rapid.T, e faultEnv) FaultSpec {
-			f := FaultSpec{Kind: "client-clock", Target: e.clientTarget(t)}
-			f.Offset = D(e.jump(t))
+		"client-clock": {draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
+			f := plan.FaultSpec{Kind: "client-clock", Target: e.clientTarget(t)}
+			f.Offset = plan.D(e.jump(t))
 			f.Rate = rapid.SampledFrom([]float64{0, 2, 0.5}).Draw(t, "rate")
 			e.start(t, &f)
-			f.Duration = D(e.ttlQuarters(t, 1, 12))
+			f.Duration = plan.D(e.ttlQuarters(t, 1, 12))
 			return f
 		}},
-		"server-pause": {draw: func(t *rapid.T, e faultEnv) FaultSpec {
-			f := FaultSpec{Kind: "server-pause", Target: e.serverTarget(t, true)}
+		"server-pause": {draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
+			f := plan.FaultSpec{Kind: "server-pause", Target: e.serverTarget(t, true)}
 			e.start(t, &f)
-			f.Duration = D(e.ttlQuarters(t, 1, 12))
+			f.Duration = plan.D(e.ttlQuarters(t, 1, 12))
 			return f
 		}},
-		"server-crash": {draw: func(t *rapid.T, e faultEnv) FaultSpec {
-			f := FaultSpec{Kind: "server-crash", Target: e.serverTarget(t, true)}
+		"server-crash": {draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
+			f := plan.FaultSpec{Kind: "server-crash", Target: e.serverTarget(t, true)}
 			e.start(t, &f)
-			f.Duration = D(e.ttlQuarters(t, 0, 8)) // 0: restart at once
+			f.Duration = plan.D(e.ttlQuarters(t, 0, 8)) // 0: restart at once
 			return f
 		}},
-		"server-clock": {draw: func(t *rapid.T, e faultEnv) FaultSpec {
+		"server-clock": {draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
 			// The store's keys have no expiry: a clock fault there would change nothing.
-			f := FaultSpec{Kind: "server-clock", Target: e.serverTarget(t, false)}
+			f := plan.FaultSpec{Kind: "server-clock", Target: e.serverTarget(t, false)}
 			// Emulation rewrites TTLs with a script, which a replica refuses: on a
 			// replicated topology only libfaketime moves a clock.
 			modes := []string{faults.ClockModeFaketime, faults.ClockModeEmulated}
@@ -416,26 +417,26 @@ func faultGens() map[string]faultGen {
 				modes = modes[:1]
 			}
 			f.Mode = rapid.SampledFrom(modes).Draw(t, "clock_mode")
-			f.Offset = D(e.jump(t))
+			f.Offset = plan.D(e.jump(t))
 			if f.Mode == faults.ClockModeFaketime {
 				f.Rate = rapid.SampledFrom([]float64{0, 2, 0.5}).Draw(t, "rate")
 			}
 			e.start(t, &f)
-			f.Duration = D(e.ttlQuarters(t, 1, 12))
+			f.Duration = plan.D(e.ttlQuarters(t, 1, 12))
 			return f
 		}},
 		"net-latency":   net("net-latency", true),
 		"net-blackhole": net("net-blackhole", false),
 		"net-reset":     net("net-reset", false),
-		"reply-delay": {draw: func(t *rapid.T, e faultEnv) FaultSpec {
-			f := FaultSpec{Kind: "reply-delay", Target: e.clientTarget(t)}
+		"reply-delay": {draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
+			f := plan.FaultSpec{Kind: "reply-delay", Target: e.clientTarget(t)}
 			e.latency(t, &f)
 			e.start(t, &f)
-			f.Duration = D(e.ttlQuarters(t, 1, 12))
+			f.Duration = plan.D(e.ttlQuarters(t, 1, 12))
 			return f
 		}},
-		"failover": {needs: cluster.Replicated, draw: func(t *rapid.T, e faultEnv) FaultSpec {
-			f := FaultSpec{Kind: "failover"}
+		"failover": {needs: cluster.Replicated, draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
+			f := plan.FaultSpec{Kind: "failover"}
 			f.Mode = rapid.SampledFrom([]string{faults.FailoverManual, faults.FailoverSentinel}).Draw(t, "failover_mode")
 			if rapid.IntRange(0, 3).Draw(t, "failover_at_time") == 3 {
 				f.Target = "primary"
@@ -446,9 +447,9 @@ func faultGens() map[string]faultGen {
 				// reaches the point with a write made after the cut.
 				f.Target = e.clientTarget(t)
 				f.Point = rapid.SampledFrom(e.points).Draw(t, "point")
-				f.At = D(e.run * time.Duration(rapid.IntRange(0, 2).Draw(t, "at_20th")) / 20)
+				f.At = plan.D(e.run * time.Duration(rapid.IntRange(0, 2).Draw(t, "at_20th")) / 20)
 			}
-			f.Duration = D(1500*time.Millisecond + 250*time.Millisecond*time.Duration(rapid.IntRange(0, 6).Draw(t, "failover_250ms")))
+			f.Duration = plan.D(1500*time.Millisecond + 250*time.Millisecond*time.Duration(rapid.IntRange(0, 6).Draw(t, "failover_250ms")))
 			return f
 		}},
 	}
@@ -508,10 +509,10 @@ func (e faultEnv) linkTarget(t *rapid.T) string {
 
 // start sets when a fault starts: at a time within the run, or when a client (or any
 // client) reaches a point, then after a delay of a few quarters of the TTL (mostly none).
-func (e faultEnv) start(t *rapid.T, f *FaultSpec) {
+func (e faultEnv) start(t *rapid.T, f *plan.FaultSpec) {
 	switch rapid.IntRange(0, 2).Draw(t, "start") {
 	case 0:
-		f.At = D(e.run * time.Duration(rapid.IntRange(0, 19).Draw(t, "at_20th")) / 20)
+		f.At = plan.D(e.run * time.Duration(rapid.IntRange(0, 19).Draw(t, "at_20th")) / 20)
 		return
 	case 1:
 		f.Trigger = "any@"
@@ -519,7 +520,7 @@ func (e faultEnv) start(t *rapid.T, f *FaultSpec) {
 		f.Trigger = fmt.Sprintf("client:%d@", rapid.IntRange(0, e.clients-1).Draw(t, "trigger_client"))
 	}
 	f.Trigger += rapid.SampledFrom(e.points).Draw(t, "trigger_point")
-	f.At = D(e.ttl * time.Duration(rapid.IntRange(0, 4).Draw(t, "trigger_delay_quarters")) / 4)
+	f.At = plan.D(e.ttl * time.Duration(rapid.IntRange(0, 4).Draw(t, "trigger_delay_quarters")) / 4)
 }
 
 // ttlQuarters is lo to hi quarters of the TTL.
@@ -538,16 +539,16 @@ func (e faultEnv) jump(t *rapid.T) time.Duration {
 }
 
 // latency sets a delay of a quarter of the TTL to twice the TTL, sometimes with jitter.
-func (e faultEnv) latency(t *rapid.T, f *FaultSpec) {
+func (e faultEnv) latency(t *rapid.T, f *plan.FaultSpec) {
 	l := e.ttlQuarters(t, 1, 8).Round(time.Millisecond)
-	f.Latency = D(l)
+	f.Latency = plan.D(l)
 	if rapid.Bool().Draw(t, "jitter") {
-		f.Jitter = D((l / 10).Round(time.Millisecond))
+		f.Jitter = plan.D((l / 10).Round(time.Millisecond))
 	}
 }
 
 // faultKinds lists a plan's fault kinds, e.g. "client-pause,server-clock", or "none".
-func faultKinds(p Plan) string {
+func faultKinds(p plan.Plan) string {
 	if len(p.Faults) == 0 {
 		return NoFaults
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/locklab/locklab/cluster"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/runner"
 )
 
 // Defaults of SearchOptions.
@@ -89,6 +91,9 @@ type SearchOptions struct {
 	KeepPassing  bool            // keep the run directories of passing runs too
 	CheckTimeout time.Duration   // per property; 0: DefaultCheckTimeout
 	Backend      cluster.Backend // nil: each run starts servers of its own
+	// Render, when set, writes the summary for people beside summary.json (the CLI
+	// passes report.WriteCampaign: summary.md and junit.xml), also when interrupted.
+	Render func(dir string, s *Summary) error
 }
 
 // Progress is a campaign's state, as the progress line shows it.
@@ -132,18 +137,18 @@ func SeedFor(seed int64, i int) int {
 }
 
 // PlanAt is plan i of the campaign: the generator's example for SeedFor(seed, i), named.
-func PlanAt(gen *rapid.Generator[Plan], seed int64, i int) Plan {
+func PlanAt(gen *rapid.Generator[plan.Plan], seed int64, i int) plan.Plan {
 	return named(gen.Example(SeedFor(seed, i)), seed, i)
 }
 
-func named(p Plan, seed int64, i int) Plan {
+func named(p plan.Plan, seed int64, i int) plan.Plan {
 	p.Name = fmt.Sprintf("campaign-%05d", i)
 	p.Description = fmt.Sprintf("plan %d of `locklab campaign --seed %d`", i, seed)
 	return p
 }
 
 // Search runs generated plans until Duration or MaxRuns, confirms and shrinks every
-// failure, saves it, and writes summary.json, summary.md and junit.xml into Out. When ctx
+// failure, saves it, and writes summary.json (and with Render the rest) into Out. When ctx
 // ends it stops the runs in flight and still writes the summary (Interrupted). Only a
 // setup error (a bad space, an unwritable directory) is returned as an error.
 func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
@@ -224,12 +229,17 @@ func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
 
 	s.mu.Lock()
 	sum := s.sum
-	sum.Elapsed = D(time.Since(s.start).Round(time.Millisecond))
+	sum.Elapsed = plan.D(time.Since(s.start).Round(time.Millisecond))
 	sum.Interrupted = ctx.Err() != nil
 	sum.finish()
 	s.mu.Unlock()
 	if err := WriteSummary(o.Out, sum); err != nil {
 		return sum, err
+	}
+	if o.Render != nil {
+		if err := o.Render(o.Out, sum); err != nil {
+			return sum, err
+		}
 	}
 	return sum, nil
 }
@@ -237,7 +247,7 @@ func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
 // searcher is one campaign in progress.
 type searcher struct {
 	o        SearchOptions
-	gen      *rapid.Generator[Plan]
+	gen      *rapid.Generator[plan.Plan]
 	classes  []Class
 	start    time.Time
 	stopRuns context.CancelFunc
@@ -289,7 +299,7 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 			return // interrupted, or stopped by a detection: not a run of the campaign
 		}
 		_ = os.MkdirAll(dir, 0o755)
-		_ = os.WriteFile(filepath.Join(dir, PlanFile), p.MarshalIndent(), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, runner.PlanFile), p.MarshalIndent(), 0o644)
 		rec := &RunRecord{Index: i, Plan: desc, Error: err.Error()}
 		s.mu.Lock()
 		s.sum.addError(p, i, s.rel(dir), err)
@@ -349,9 +359,9 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 		s.emit("", rec)
 		return
 	}
-	note := fmt.Sprintf("#%05d: %s illegal", i, joinProps(illegal))
+	note := fmt.Sprintf("#%05d: %s illegal", i, lin.JoinProperties(illegal, ","))
 	if len(rec.Safe) > 0 {
-		note += fmt.Sprintf(" (SAFE CONFIGURATION: %s expected to hold)", joinProps(rec.Safe))
+		note += fmt.Sprintf(" (SAFE CONFIGURATION: %s expected to hold)", lin.JoinProperties(rec.Safe, ","))
 	}
 	if len(detected) > 0 {
 		note += ", class " + strings.Join(detected, ", ")
@@ -381,7 +391,7 @@ func shrinkOrder() []lin.Property { return []lin.Property{lin.P2, lin.P3, lin.L1
 
 // target is the property a failure is confirmed and shrunk on: a violated property the
 // models expected to hold, else one the searched class detects, else the rarest.
-func (s *searcher) target(p Plan, illegal []lin.Property, by map[lin.Property]string) (lin.Property, bool) {
+func (s *searcher) target(p plan.Plan, illegal []lin.Property, by map[lin.Property]string) (lin.Property, bool) {
 	for _, prop := range shrinkOrder() {
 		if slices.Contains(illegal, prop) && by[prop] != "" {
 			return prop, true
@@ -404,7 +414,7 @@ func (s *searcher) target(p Plan, illegal []lin.Property, by map[lin.Property]st
 
 // reproduces reports whether rep shows the failure again: the same property illegal, and
 // for a safe-configuration violation in a plan the models still expect it to hold in.
-func (s *searcher) reproduces(rep Report, prop lin.Property, safe bool) bool {
+func (s *searcher) reproduces(rep runner.Report, prop lin.Property, safe bool) bool {
 	illegal, _ := splitVerdicts(rep.Result)
 	if !slices.Contains(illegal, prop) {
 		return false
@@ -416,13 +426,18 @@ func (s *searcher) reproduces(rep Report, prop lin.Property, safe bool) bool {
 	return Expected(rep.Plan, impl)[prop]
 }
 
-func (s *searcher) run(ctx context.Context, p Plan, dir string) (Report, error) {
-	return Run(ctx, p, Options{Registry: s.o.Registry, Backend: s.o.Backend, Dir: dir, CheckTimeout: s.o.CheckTimeout})
+// run resolves p for one run and runs it into dir.
+func (s *searcher) run(ctx context.Context, p plan.Plan, dir string) (runner.Report, error) {
+	r, err := p.Resolve(s.o.Registry)
+	if err != nil {
+		return runner.Report{Plan: p}, err
+	}
+	return runner.Run(ctx, r, runner.Options{Backend: s.o.Backend, Dir: dir, CheckTimeout: s.o.CheckTimeout})
 }
 
 // handleFailure confirms a failing plan by re-running it and, when it reproduces, hands
 // it to the shrinker (or saves it at once when shrinking is off).
-func (s *searcher) handleFailure(ctx context.Context, p Plan, impl lockimpl.Impl, i int, rep Report, f *Failure) {
+func (s *searcher) handleFailure(ctx context.Context, p plan.Plan, impl lockimpl.Impl, i int, rep runner.Report, f *Failure) {
 	prop, safe := s.target(p, f.Illegal, ExpectedBy(p, impl))
 	if s.o.Confirm < 0 {
 		return
@@ -466,7 +481,7 @@ func (s *searcher) handleFailure(ctx context.Context, p Plan, impl lockimpl.Impl
 // shrinkJob is a confirmed failure waiting to be shrunk.
 type shrinkJob struct {
 	i    int
-	p    Plan
+	p    plan.Plan
 	dir  string // its confirming run
 	ops  int
 	prop lin.Property
@@ -510,7 +525,7 @@ func (s *searcher) tailDeadline() time.Time {
 }
 
 // finish saves a confirmed failure (shrunk to best, or not) and records it.
-func (s *searcher) finish(job shrinkJob, best Plan, bestDir string, bestOps int, st shrinkStats, shrunk bool) {
+func (s *searcher) finish(job shrinkJob, best plan.Plan, bestDir string, bestOps int, st shrinkStats, shrunk bool) {
 	i, f := job.i, job.f
 	saved, report, err := s.save(i, job.p, best, bestDir)
 	_ = os.RemoveAll(filepath.Join(s.o.Out, ShrinkDir, fmt.Sprintf("%05d", i)))
@@ -524,33 +539,33 @@ func (s *searcher) finish(job shrinkJob, best Plan, bestDir string, bestOps int,
 	if shrunk {
 		size := sizeOf(best, bestOps)
 		f.Shrunk = &size
-		f.ShrinkCandidates, f.ShrinkRuns, f.ShrinkTime = st.candidates, st.runs, D(st.took.Round(time.Millisecond))
+		f.ShrinkCandidates, f.ShrinkRuns, f.ShrinkTime = st.candidates, st.runs, plan.D(st.took.Round(time.Millisecond))
 		s.sum.Reruns += st.runs
 	}
-	note := fmt.Sprintf("#%05d: saved %s (%s)", i, f.Saved, f.sizeNote())
+	note := fmt.Sprintf("#%05d: saved %s (%s)", i, f.Saved, f.SizeNote())
 	s.mu.Unlock()
 	s.emit(note, nil)
 }
 
 // save writes failures/NNNNN: plan.json (the smallest confirmed plan), original.json,
 // and report/ (the run that confirmed plan.json).
-func (s *searcher) save(i int, orig, best Plan, reportDir string) (plan, report string, err error) {
+func (s *searcher) save(i int, orig, best plan.Plan, reportDir string) (planPath, reportPath string, err error) {
 	dir := filepath.Join(s.o.Out, FailuresDir, fmt.Sprintf("%05d", i))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
-	plan = filepath.Join(dir, PlanFile)
-	if err := os.WriteFile(plan, best.MarshalIndent(), 0o644); err != nil {
+	planPath = filepath.Join(dir, runner.PlanFile)
+	if err := os.WriteFile(planPath, best.MarshalIndent(), 0o644); err != nil {
 		return "", "", err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "original.json"), orig.MarshalIndent(), 0o644); err != nil {
 		return "", "", err
 	}
-	report = filepath.Join(dir, "report")
-	if err := os.Rename(reportDir, report); err != nil {
+	reportPath = filepath.Join(dir, "report")
+	if err := os.Rename(reportDir, reportPath); err != nil {
 		return "", "", fmt.Errorf("move report %s: %w", reportDir, err)
 	}
-	return plan, report, nil
+	return planPath, reportPath, nil
 }
 
 // rel is path relative to the output directory, as summaries record paths.
@@ -579,16 +594,8 @@ func (s *searcher) emit(note string, rec *RunRecord) {
 }
 
 // describe is a plan in one line: "fenced single full [client-pause server-clock]".
-func describePlan(p Plan) string {
+func describePlan(p plan.Plan) string {
 	return fmt.Sprintf("%s %s %s [%s] %dc ttl %s", p.Impl, p.Topology, p.Fencing, strings.ReplaceAll(faultKinds(p), ",", " "), p.Clients, p.TTL.D())
-}
-
-func joinProps(ps []lin.Property) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = string(p)
-	}
-	return strings.Join(s, ",")
 }
 
 // shrinkStats says what a shrink cost.
@@ -613,13 +620,13 @@ type shrinkState struct {
 	prop  lin.Property
 	safe  bool
 	tried map[string]candidate
-	last  Plan // the last plan that failed: after rapid's final replay, its smallest
+	last  plan.Plan // the last plan that failed: after rapid's final replay, its smallest
 	stats shrinkStats
 }
 
 // planKey is a plan's content without its name: two draws that give the same plan are
 // the same candidate.
-func planKey(p Plan) string {
+func planKey(p plan.Plan) string {
 	p.Name, p.Description = "", ""
 	return string(p.MarshalIndent())
 }
@@ -630,7 +637,7 @@ func planKey(p Plan) string {
 // only when the violation of prop shows and a confirmation re-run shows it again. rapid's
 // configuration is global flags, so they are set for the shrink and restored after, one
 // shrink at a time.
-func (s *searcher) shrink(ctx context.Context, job shrinkJob, budget time.Duration) (Plan, string, int, shrinkStats, error) {
+func (s *searcher) shrink(ctx context.Context, job shrinkJob, budget time.Duration) (plan.Plan, string, int, shrinkStats, error) {
 	s.rapidMu.Lock()
 	defer s.rapidMu.Unlock()
 	start := time.Now()
@@ -638,7 +645,7 @@ func (s *searcher) shrink(ctx context.Context, job shrinkJob, budget time.Durati
 	sh := &shrinkState{s: s, ctx: ctx, index: i, prop: prop, safe: safe, last: p,
 		tried: map[string]candidate{planKey(p): {fails: true, dir: dir, ops: ops}}}
 	failed, err := rapidShrink(s.gen, SeedFor(s.o.Seed, i), budget, fmt.Sprintf("%s violation reproduced", prop),
-		func(c Plan) bool { return sh.fails(named(c, s.o.Seed, i)) })
+		func(c plan.Plan) bool { return sh.fails(named(c, s.o.Seed, i)) })
 	sh.stats.took = time.Since(start)
 	switch {
 	case err != nil:
@@ -656,7 +663,7 @@ func (s *searcher) shrink(ctx context.Context, job shrinkJob, budget time.Durati
 // failure for up to shrinkTime. It reports whether rapid found a failure; the smallest is
 // the plan of fails' last call that returned true (rapid replays its result last).
 // Callers hold the search's rapid lock: rapid's flags are global.
-func rapidShrink(gen *rapid.Generator[Plan], seed int, shrinkTime time.Duration, failure string, fails func(Plan) bool) (bool, error) {
+func rapidShrink(gen *rapid.Generator[plan.Plan], seed int, shrinkTime time.Duration, failure string, fails func(plan.Plan) bool) (bool, error) {
 	restore, err := setRapidFlags(map[string]string{
 		"rapid.checks":     "1",
 		"rapid.seed":       strconv.FormatUint(uint64(seed), 10),
@@ -687,7 +694,7 @@ func rapidShrink(gen *rapid.Generator[Plan], seed int, shrinkTime time.Duration,
 }
 
 // fails runs candidate c (once for every distinct plan) and reports whether it fails.
-func (sh *shrinkState) fails(c Plan) bool {
+func (sh *shrinkState) fails(c plan.Plan) bool {
 	key := planKey(c)
 	if k, ok := sh.tried[key]; ok {
 		if k.fails {

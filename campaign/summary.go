@@ -2,8 +2,6 @@ package campaign
 
 import (
 	"cmp"
-	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,10 +11,14 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/internal/jsonfile"
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/runner"
 )
 
-// Files a campaign writes into its output directory.
+// Files of a campaign's output directory: summary.json is the campaign's record;
+// report renders the other two from it.
 const (
 	SummaryFile  = "summary.json"
 	MarkdownFile = "summary.md"
@@ -26,16 +28,16 @@ const (
 // Summary is what a campaign (or several merged shards) found. Paths in it are relative
 // to the directory the summary is in.
 type Summary struct {
-	Seed        int64     `json:"seed"`
-	Seeds       []int64   `json:"seeds,omitempty"` // merged summaries of several seeds
-	Shard       string    `json:"shard"`
-	Shards      []string  `json:"shards,omitempty"` // merged: the shards merged, with their directories
-	Class       string    `json:"class,omitempty"`
-	Space       Space     `json:"space"`
-	Mixed       bool      `json:"mixed_spaces,omitempty"` // merged from campaigns of different spaces (Space is then empty)
-	Started     time.Time `json:"started"`
-	Elapsed     Duration  `json:"elapsed"`
-	Interrupted bool      `json:"interrupted,omitempty"`
+	Seed        int64         `json:"seed"`
+	Seeds       []int64       `json:"seeds,omitempty"` // merged summaries of several seeds
+	Shard       string        `json:"shard"`
+	Shards      []string      `json:"shards,omitempty"` // merged: the shards merged, with their directories
+	Class       string        `json:"class,omitempty"`
+	Space       Space         `json:"space"`
+	Mixed       bool          `json:"mixed_spaces,omitempty"` // merged from campaigns of different spaces (Space is then empty)
+	Started     time.Time     `json:"started"`
+	Elapsed     plan.Duration `json:"elapsed"`
+	Interrupted bool          `json:"interrupted,omitempty"`
 
 	Runs           int            `json:"runs"`   // generated plans run
 	Reruns         int            `json:"reruns"` // confirmation and shrink runs
@@ -60,10 +62,10 @@ type Summary struct {
 
 // First is when something was first seen.
 type First struct {
-	Run   int      `json:"run"`   // plan index
-	Runs  int      `json:"runs"`  // runs done in its shard by then, that one included
-	After Duration `json:"after"` // since its campaign started
-	Plan  string   `json:"plan"`
+	Run   int           `json:"run"`   // plan index
+	Runs  int           `json:"runs"`  // runs done in its shard by then, that one included
+	After plan.Duration `json:"after"` // since its campaign started
+	Plan  string        `json:"plan"`
 }
 
 // Failure is a run with an illegal verdict.
@@ -77,7 +79,7 @@ type Failure struct {
 	Safe        []lin.Property `json:"safe_configuration,omitempty"` // illegal although the models expect them to hold
 	Rules       []string       `json:"rules,omitempty"`              // the rules that expected them
 	Classes     []string       `json:"classes,omitempty"`
-	After       Duration       `json:"after"`
+	After       plan.Duration  `json:"after"`
 	Dir         string         `json:"dir"`
 	Plan        string         `json:"plan"`
 	Explanation string         `json:"explanation,omitempty"`
@@ -86,26 +88,26 @@ type Failure struct {
 	Reproduced int          `json:"reproduced"`       // confirmation re-runs that showed it again
 	Confirms   int          `json:"confirms"`
 
-	Saved            string   `json:"saved,omitempty"`  // failures/NNNNN/plan.json: the smallest confirmed plan
-	Report           string   `json:"report,omitempty"` // its confirming run
-	Original         Size     `json:"original"`
-	Shrunk           *Size    `json:"shrunk,omitempty"`
-	ShrinkCandidates int      `json:"shrink_candidates,omitempty"`
-	ShrinkRuns       int      `json:"shrink_runs,omitempty"`
-	ShrinkTime       Duration `json:"shrink_time,omitzero"`
-	Note             string   `json:"note,omitempty"`
+	Saved            string        `json:"saved,omitempty"`  // failures/NNNNN/plan.json: the smallest confirmed plan
+	Report           string        `json:"report,omitempty"` // its confirming run
+	Original         Size          `json:"original"`
+	Shrunk           *Size         `json:"shrunk,omitempty"`
+	ShrinkCandidates int           `json:"shrink_candidates,omitempty"`
+	ShrinkRuns       int           `json:"shrink_runs,omitempty"`
+	ShrinkTime       plan.Duration `json:"shrink_time,omitzero"`
+	Note             string        `json:"note,omitempty"`
 }
 
 // Size is how big a plan is, for comparing a failure with its shrunk plan.
 type Size struct {
-	Faults   int      `json:"faults"`
-	Clients  int      `json:"clients"`
-	Keys     int      `json:"keys"`
-	Ops      int      `json:"ops"` // recorded operations of the run
-	Duration Duration `json:"duration"`
+	Faults   int           `json:"faults"`
+	Clients  int           `json:"clients"`
+	Keys     int           `json:"keys"`
+	Ops      int           `json:"ops"` // recorded operations of the run
+	Duration plan.Duration `json:"duration"`
 }
 
-func sizeOf(p Plan, ops int) Size {
+func sizeOf(p plan.Plan, ops int) Size {
 	return Size{Faults: len(p.Faults), Clients: p.Clients, Keys: p.Keys, Ops: ops, Duration: p.Duration}
 }
 
@@ -113,8 +115,8 @@ func (s Size) String() string {
 	return fmt.Sprintf("%d faults, %d clients, %d keys, %d ops, %s", s.Faults, s.Clients, s.Keys, s.Ops, s.Duration.D())
 }
 
-// sizeNote compares the original and the shrunk plan.
-func (f *Failure) sizeNote() string {
+// SizeNote compares the original and the shrunk plan.
+func (f *Failure) SizeNote() string {
 	if f.Shrunk == nil {
 		return "not shrunk: " + f.Original.String()
 	}
@@ -135,14 +137,14 @@ const maxRunErrors = 50
 
 // Group counts the runs of one kind of plan: one JUnit test case.
 type Group struct {
-	Name           string   `json:"name"`
-	Impl           string   `json:"impl"`
-	Runs           int      `json:"runs"`
-	Failed         int      `json:"failed"`
-	SafeViolations int      `json:"safe_configuration_violations"`
-	Errors         int      `json:"errors"`
-	RunTime        Duration `json:"run_time"`
-	FailedRuns     []int    `json:"failed_runs,omitempty"`
+	Name           string        `json:"name"`
+	Impl           string        `json:"impl"`
+	Runs           int           `json:"runs"`
+	Failed         int           `json:"failed"`
+	SafeViolations int           `json:"safe_configuration_violations"`
+	Errors         int           `json:"errors"`
+	RunTime        plan.Duration `json:"run_time"`
+	FailedRuns     []int         `json:"failed_runs,omitempty"`
 }
 
 func newSummary(o SearchOptions, sp Space) *Summary {
@@ -159,7 +161,7 @@ func newSummary(o SearchOptions, sp Space) *Summary {
 }
 
 // groupName is the kind of plan p is: implementation, topology kind, fencing, fault kinds.
-func groupName(p Plan) string {
+func groupName(p plan.Plan) string {
 	topo := p.Topology
 	if t, err := cluster.ParseTopology(p.Topology); err == nil {
 		topo = t.Kind
@@ -170,7 +172,7 @@ func groupName(p Plan) string {
 	return fmt.Sprintf("%s %s fencing %s faults %s", p.Impl, topo, p.Fencing, strings.Join(kinds, ","))
 }
 
-func (s *Summary) group(p Plan) *Group {
+func (s *Summary) group(p plan.Plan) *Group {
 	name := groupName(p)
 	for _, g := range s.Groups {
 		if g.Name == name {
@@ -182,7 +184,7 @@ func (s *Summary) group(p Plan) *Group {
 	return g
 }
 
-func (s *Summary) countPlan(p Plan) {
+func (s *Summary) countPlan(p plan.Plan) {
 	s.PlansPerImpl[p.Impl]++
 	kinds := strings.Split(faultKinds(p), ",")
 	slices.Sort(kinds)
@@ -192,12 +194,12 @@ func (s *Summary) countPlan(p Plan) {
 }
 
 // addRun counts a finished run of a generated plan.
-func (s *Summary) addRun(p Plan, rep Report, rec *RunRecord) {
+func (s *Summary) addRun(p plan.Plan, rep runner.Report, rec *RunRecord) {
 	s.Runs++
 	s.countPlan(p)
 	g := s.group(p)
 	g.Runs++
-	g.RunTime = D(g.RunTime.D() + rep.RunTime)
+	g.RunTime = plan.D(g.RunTime.D() + rep.RunTime)
 	for _, prop := range rec.Unknown {
 		s.Unknown[prop]++
 	}
@@ -218,23 +220,23 @@ func (s *Summary) addRun(p Plan, rep Report, rec *RunRecord) {
 }
 
 // addError counts a plan that could not be run.
-func (s *Summary) addError(p Plan, i int, dir string, err error) {
+func (s *Summary) addError(p plan.Plan, i int, dir string, err error) {
 	s.Errors++
 	s.countPlan(p)
 	g := s.group(p)
 	g.Runs++
 	g.Errors++
 	if len(s.RunErrors) < maxRunErrors {
-		s.RunErrors = append(s.RunErrors, &RunError{Run: i, Plan: dir + "/" + PlanFile, Dir: dir, Error: err.Error()})
+		s.RunErrors = append(s.RunErrors, &RunError{Run: i, Plan: dir + "/" + runner.PlanFile, Dir: dir, Error: err.Error()})
 	}
 }
 
 // addFailure records a failing run and what it detects.
-func (s *Summary) addFailure(p Plan, i int, rep Report, rec *RunRecord, classes []string, by map[lin.Property]string, after time.Duration, dir string) *Failure {
+func (s *Summary) addFailure(p plan.Plan, i int, rep runner.Report, rec *RunRecord, classes []string, by map[lin.Property]string, after time.Duration, dir string) *Failure {
 	f := &Failure{
 		Run: i, Impl: p.Impl, Topology: p.Topology, Fencing: p.Fencing, Faults: faultKinds(p),
-		Illegal: rec.Illegal, Safe: rec.Safe, Classes: classes, After: D(after.Round(time.Millisecond)),
-		Dir: dir, Plan: dir + "/" + PlanFile, Original: sizeOf(p, rep.Ops),
+		Illegal: rec.Illegal, Safe: rec.Safe, Classes: classes, After: plan.D(after.Round(time.Millisecond)),
+		Dir: dir, Plan: dir + "/" + runner.PlanFile, Original: sizeOf(p, rep.Ops),
 	}
 	for _, prop := range rec.Safe {
 		f.Rules = append(f.Rules, fmt.Sprintf("%s: rule %s", prop, by[prop]))
@@ -281,26 +283,9 @@ func (s *Summary) OK() bool {
 	return s.SafeViolations == 0 && (s.Class == "" || s.Detected)
 }
 
-// WriteSummary writes summary.json, summary.md and junit.xml into dir.
+// WriteSummary writes summary.json into dir (report renders summary.md and junit.xml).
 func WriteSummary(dir string, s *Summary) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode summary: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, SummaryFile), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write summary: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, MarkdownFile), []byte(Markdown(s)), 0o644); err != nil {
-		return fmt.Errorf("write summary: %w", err)
-	}
-	j, err := JUnit(s)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, JUnitFile), j, 0o644); err != nil {
-		return fmt.Errorf("write summary: %w", err)
-	}
-	return nil
+	return jsonfile.Write(filepath.Join(dir, SummaryFile), s)
 }
 
 // ReadSummary reads dir/summary.json (or the file itself when path names one).
@@ -308,13 +293,9 @@ func ReadSummary(path string) (*Summary, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, SummaryFile)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read summary: %w", err)
-	}
 	var s Summary
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("read summary %s: %w", path, err)
+	if err := jsonfile.Read(path, &s); err != nil {
+		return nil, fmt.Errorf("read summary: %w", err)
 	}
 	return &s, nil
 }
@@ -360,7 +341,7 @@ func Merge(out string, dirs []string, sums []*Summary) *Summary {
 		if s.Started.Before(m.Started) {
 			m.Started = s.Started
 		}
-		m.Elapsed = D(max(m.Elapsed.D(), s.Elapsed.D()))
+		m.Elapsed = plan.D(max(m.Elapsed.D(), s.Elapsed.D()))
 		m.Interrupted = m.Interrupted || s.Interrupted
 		m.Runs += s.Runs
 		m.Reruns += s.Reruns
@@ -422,7 +403,7 @@ func Merge(out string, dirs []string, sums []*Summary) *Summary {
 			mg.Failed += g.Failed
 			mg.SafeViolations += g.SafeViolations
 			mg.Errors += g.Errors
-			mg.RunTime = D(mg.RunTime.D() + g.RunTime.D())
+			mg.RunTime = plan.D(mg.RunTime.D() + g.RunTime.D())
 			mg.FailedRuns = append(mg.FailedRuns, g.FailedRuns...)
 		}
 	}
@@ -445,278 +426,12 @@ func Merge(out string, dirs []string, sums []*Summary) *Summary {
 	return m
 }
 
-// Markdown is the summary for people (and for a CI job summary).
-func Markdown(s *Summary) string {
-	var b strings.Builder
-	title := "locklab campaign"
-	if s.Class != "" {
-		title += ": class " + s.Class
-	}
-	fmt.Fprintf(&b, "# %s\n\n", title)
-	fmt.Fprintf(&b, "Seed %d, shard %s: %d plans run (%d re-runs to confirm and shrink, %d errors) in %s, %.1f plans/minute per runner",
-		s.Seed, s.Shard, s.Runs, s.Reruns, s.Errors, s.Elapsed.D(), s.PlansPerMinute)
-	if s.Interrupted {
-		b.WriteString(", **interrupted**")
-	}
-	b.WriteString(".\n\n")
-	if s.Mixed {
-		b.WriteString("Space: several; each merged campaign's summary.md says which.\n\n")
-	} else {
-		fmt.Fprintf(&b, "Space: implementations %s; fault kinds %s; fencing %s; faults per plan up to %s%s.\n\n",
-			orAll(s.Space.Impls), orAll(s.Space.Faults), orAll(s.Space.Fencings), maxFaultsText(s.Space), calmText(s.Space))
-	}
-	verdict := "**PASS**"
-	if !s.OK() {
-		verdict = "**FAIL**"
-	}
-	fmt.Fprintf(&b, "%s: %d safe-configuration violations, %d findings", verdict, s.SafeViolations, s.Findings)
-	if s.Class != "" {
-		if s.Detected {
-			fmt.Fprintf(&b, "; class %s found", s.Class)
-		} else {
-			fmt.Fprintf(&b, "; class %s **not found**", s.Class)
-		}
-	}
-	b.WriteString(".\n\n| property | runs with a violation | first after | first run |\n|---|---|---|---|\n")
-	for _, prop := range lin.AllProperties() {
-		first := "–"
-		run := "–"
-		if f, ok := s.FirstViolation[prop]; ok {
-			first, run = f.After.D().String(), fmt.Sprintf("%d (%s)", f.Run, f.Plan)
-		}
-		fmt.Fprintf(&b, "| %s %s | %d | %s | %s |\n", prop, prop.Name(), s.Violations[prop], first, run)
-	}
-	if len(s.FirstDetection) > 0 {
-		b.WriteString("\n## Bug classes found\n\n| class | first after | runs by then | plan |\n|---|---|---|---|\n")
-		for _, c := range sortedKeys(s.FirstDetection) {
-			f := s.FirstDetection[c]
-			fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", c, f.After.D(), f.Runs, f.Plan)
-		}
-	}
-	failures := func(title string, safe bool) {
-		var fs []*Failure
-		for _, f := range s.Failures {
-			if (len(f.Safe) > 0) == safe {
-				fs = append(fs, f)
-			}
-		}
-		if len(fs) == 0 {
-			return
-		}
-		fmt.Fprintf(&b, "\n## %s\n\n", title)
-		for _, f := range fs {
-			fmt.Fprintf(&b, "- run %d: %s %s fencing %s, faults %s: %s illegal", f.Run, f.Impl, f.Topology, f.Fencing, f.Faults, joinProps(f.Illegal))
-			if len(f.Rules) > 0 {
-				fmt.Fprintf(&b, " (expected by %s)", strings.Join(f.Rules, "; "))
-			}
-			if len(f.Classes) > 0 {
-				fmt.Fprintf(&b, ", class %s", strings.Join(f.Classes, ", "))
-			}
-			fmt.Fprintf(&b, " after %s. Run `%s`", f.After.D(), f.Dir)
-			if f.Confirms > 0 {
-				fmt.Fprintf(&b, "; %s reproduced %d/%d", f.Target, f.Reproduced, f.Confirms)
-			}
-			if f.Saved != "" {
-				fmt.Fprintf(&b, "; saved `%s` (%s)", f.Saved, f.sizeNote())
-			}
-			if f.Note != "" {
-				fmt.Fprintf(&b, "; %s", f.Note)
-			}
-			b.WriteString(".\n")
-			if f.Explanation != "" {
-				fmt.Fprintf(&b, "  %s\n", truncate(f.Explanation, 400))
-			}
-		}
-	}
-	failures("Safe-configuration violations", true)
-	failures("Findings", false)
-	b.WriteString("\n## Plans\n\n| implementation | plans |\n|---|---|\n")
-	for _, k := range sortedKeys(s.PlansPerImpl) {
-		fmt.Fprintf(&b, "| %s | %d |\n", k, s.PlansPerImpl[k])
-	}
-	b.WriteString("\n| fault kind | plans with it |\n|---|---|\n")
-	for _, k := range sortedKeys(s.PlansPerFault) {
-		fmt.Fprintf(&b, "| %s | %d |\n", k, s.PlansPerFault[k])
-	}
-	if len(s.RunErrors) > 0 {
-		fmt.Fprintf(&b, "\n## Errors (%d)\n\n", s.Errors)
-		for _, e := range s.RunErrors {
-			fmt.Fprintf(&b, "- run %d (`%s`): %s\n", e.Run, e.Plan, truncate(e.Error, 300))
-		}
-	}
-	if len(s.Shards) > 0 {
-		fmt.Fprintf(&b, "\nMerged from %s.\n", strings.Join(s.Shards, ", "))
-	}
-	return b.String()
-}
-
-func orAll(xs []string) string {
-	if len(xs) == 0 {
-		return "all"
-	}
-	return strings.Join(xs, ", ")
-}
-
-func maxFaultsText(s Space) string {
-	switch {
-	case s.MaxFaults < 0 || (len(s.Faults) == 1 && s.Faults[0] == NoFaults):
-		return "0"
-	case s.MaxFaults == 0:
-		return fmt.Sprint(DefaultMaxFaults)
-	}
-	return fmt.Sprint(s.MaxFaults)
-}
-
-func calmText(s Space) string {
-	if s.Calm {
-		return "; calm workloads only"
-	}
-	return ""
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// JUnit XML, as GitHub Actions, GitLab and Jenkins read it.
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
-	Timestamp  string          `xml:"timestamp,attr,omitempty"`
-	Properties []junitProperty `xml:"properties>property"`
-	Cases      []junitCase     `xml:"testcase"`
-}
-
-type junitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Classname string        `xml:"classname,attr"`
-	Name      string        `xml:"name,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Error     *junitMessage `xml:"error,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-	SystemErr string        `xml:"system-err,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
-
-// JUnit renders the summary as JUnit XML: one test case per kind of plan (implementation,
-// topology, fencing, fault kinds). A safe-configuration violation is a failure; findings
-// are listed in the case's output; a kind of plan none of whose runs could run is an
-// error. A class search adds a case that fails when the class was not found.
-func JUnit(s *Summary) ([]byte, error) {
-	suite := junitSuite{
-		Name: fmt.Sprintf("locklab campaign seed %d shard %s", s.Seed, s.Shard), Time: seconds(s.Elapsed.D()),
-		Timestamp: s.Started.Format("2006-01-02T15:04:05"),
-		Properties: []junitProperty{
-			{"seed", fmt.Sprint(s.Seed)}, {"shard", s.Shard}, {"runs", fmt.Sprint(s.Runs)}, {"reruns", fmt.Sprint(s.Reruns)},
-			{"errors", fmt.Sprint(s.Errors)}, {"interrupted", fmt.Sprint(s.Interrupted)},
-			{"impls", orAll(s.Space.Impls)}, {"faults", orAll(s.Space.Faults)}, {"fencings", orAll(s.Space.Fencings)},
-		},
-	}
-	if s.Mixed {
-		suite.Properties = append(suite.Properties[:6], junitProperty{"space", "several (merged)"})
-	}
-	for _, g := range s.Groups {
-		c := junitCase{Classname: "locklab.campaign." + g.Impl, Name: fmt.Sprintf("%s (%d runs)", g.Name, g.Runs), Time: seconds(g.RunTime.D())}
-		var safe, findings, errs strings.Builder
-		for _, f := range s.Failures {
-			if groupOf(f) != g.Name {
-				continue
-			}
-			line := fmt.Sprintf("run %d: %s illegal; run %s; plan %s", f.Run, joinProps(f.Illegal), f.Dir, f.Plan)
-			if f.Saved != "" {
-				line += fmt.Sprintf("; shrunk plan %s (%s)", f.Saved, f.sizeNote())
-			}
-			if f.Explanation != "" {
-				line += "\n  " + truncate(f.Explanation, 400)
-			}
-			if len(f.Safe) > 0 {
-				fmt.Fprintf(&safe, "%s\n  expected to hold: %s\n", line, strings.Join(f.Rules, "; "))
-			} else {
-				fmt.Fprintln(&findings, line)
-			}
-		}
-		if g.Errors > 0 {
-			fmt.Fprintf(&errs, "%d of %d runs could not be run (see summary.md)\n", g.Errors, g.Runs)
-		}
-		if safe.Len() > 0 {
-			c.Failure = &junitMessage{
-				Message: fmt.Sprintf("%d safe-configuration violations", g.SafeViolations),
-				Type:    "safe-configuration violation", Text: safe.String(),
-			}
-			suite.Failures++
-		} else if g.Errors == g.Runs && g.Runs > 0 {
-			c.Error = &junitMessage{Message: "no run of this kind of plan could run", Type: "error", Text: errs.String()}
-			suite.Errors++
-		}
-		if findings.Len() > 0 {
-			c.SystemOut = "findings (violations the models do not rule out):\n" + findings.String()
-		}
-		c.SystemErr = errs.String()
-		suite.Cases = append(suite.Cases, c)
-	}
-	if s.Class != "" {
-		c := junitCase{Classname: "locklab.campaign.class", Name: "finds " + s.Class, Time: seconds(s.Elapsed.D())}
-		if f, ok := s.FirstDetection[s.Class]; ok {
-			c.SystemOut = fmt.Sprintf("found after %s, %d runs: %s\n", f.After.D(), f.Runs, f.Plan)
-		} else {
-			c.Failure = &junitMessage{Message: fmt.Sprintf("class %s not found in %d runs", s.Class, s.Runs), Type: "not found"}
-			suite.Failures++
-		}
-		suite.Cases = append(suite.Cases, c)
-	}
-	suite.Tests = len(suite.Cases)
-	all := junitSuites{Name: "locklab campaign", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Time: suite.Time, Suites: []junitSuite{suite}}
-	b, err := xml.MarshalIndent(all, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encode junit: %w", err)
-	}
-	return append([]byte(xml.Header), append(b, '\n')...), nil
-}
-
-// groupOf is the group name of a failure, rebuilt from its fields.
-func groupOf(f *Failure) string {
-	p := Plan{Impl: f.Impl, Topology: f.Topology, Fencing: f.Fencing}
+// GroupName is the name of the group of plans the failure's plan belongs to.
+func (f *Failure) GroupName() string {
+	p := plan.Plan{Impl: f.Impl, Topology: f.Topology, Fencing: f.Fencing}
 	if f.Faults != NoFaults {
 		for _, k := range strings.Split(f.Faults, ",") {
-			p.Faults = append(p.Faults, FaultSpec{Kind: k})
+			p.Faults = append(p.Faults, plan.FaultSpec{Kind: k})
 		}
 	}
 	return groupName(p)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/locklab/locklab/cluster"
@@ -105,28 +106,86 @@ func Kinds() []KindInfo {
 	return all
 }
 
-// New builds the fault a spec describes, or says what is wrong with the spec.
+// New builds the fault a spec describes, or says what is wrong with the spec. A trigger
+// is checked by Prepare, which knows how many clients the run has.
 func New(s Spec) (Fault, error) {
-	for _, k := range Kinds() {
-		if k.Name != s.Kind {
-			continue
-		}
-		if s.At < 0 || s.Duration < 0 {
-			return nil, fmt.Errorf("fault %s: negative time", s.Kind)
-		}
-		if !k.Points && s.Point != "" {
-			return nil, fmt.Errorf("fault %s takes no point", s.Kind)
-		}
-		if s.Trigger != "" {
-			if _, _, err := ParseTrigger(s.Trigger, -1); err != nil {
-				return nil, fmt.Errorf("fault %s: %w", s.Kind, err)
-			}
-		}
-		return k.build(s)
+	k, err := kindOf(s)
+	if err != nil {
+		return nil, err
 	}
-	names := make([]string, 0, 8)
-	for _, k := range Kinds() {
-		names = append(names, k.Name)
+	return k.build(s)
+}
+
+// kindOf is the kind of s, after the checks every kind shares.
+func kindOf(s Spec) (KindInfo, error) {
+	k, ok := kindNamed(s.Kind)
+	if !ok {
+		names := make([]string, 0, 8)
+		for _, k := range Kinds() {
+			names = append(names, k.Name)
+		}
+		return KindInfo{}, fmt.Errorf("unknown fault kind %q (known: %s)", s.Kind, strings.Join(names, ", "))
 	}
-	return nil, fmt.Errorf("unknown fault kind %q (known: %s)", s.Kind, strings.Join(names, ", "))
+	if s.At < 0 || s.Duration < 0 {
+		return k, fmt.Errorf("fault %s: negative time", s.Kind)
+	}
+	if !k.Points && s.Point != "" {
+		return k, fmt.Errorf("fault %s takes no point", s.Kind)
+	}
+	return k, nil
+}
+
+// Trigger is a parsed Spec.Trigger: the fault starts when Client (-1: any client)
+// reaches Point.
+type Trigger struct {
+	Client int
+	Point  string
+}
+
+// TriggerError is a Spec whose trigger is wrong, so that a plan can name the field.
+type TriggerError struct{ Err error }
+
+func (e *TriggerError) Error() string { return e.Err.Error() }
+func (e *TriggerError) Unwrap() error { return e.Err }
+
+// Planned is one fault of one run, built once from its spec with its trigger parsed:
+// what a plan's validation produces and the schedule runs. A fault keeps state while it
+// runs, so a Planned serves one run; another run prepares its own.
+type Planned struct {
+	Spec    Spec
+	Trigger *Trigger // nil: the fault starts Spec.At after the run starts
+	kind    KindInfo
+	fault   Fault
+	used    atomic.Bool
+}
+
+// Prepare checks s for a run of clients clients and builds its fault.
+func Prepare(s Spec, clients int) (*Planned, error) {
+	k, err := kindOf(s)
+	if err != nil {
+		return nil, err
+	}
+	pl := &Planned{Spec: s, kind: k}
+	if s.Trigger != "" {
+		client, point, err := ParseTrigger(s.Trigger, clients)
+		if err != nil {
+			return nil, &TriggerError{fmt.Errorf("fault %s: %w", s.Kind, err)}
+		}
+		pl.Trigger = &Trigger{Client: client, Point: point}
+	}
+	if pl.fault, err = k.build(s); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// Available says why the fault cannot run in env (nil when it can).
+func (pl *Planned) Available(env *Env) error { return pl.fault.Available(env) }
+
+// Point is where in a client's steps the fault strikes or is triggered ("" for neither).
+func (pl *Planned) Point() string {
+	if pl.Trigger != nil {
+		return pl.Trigger.Point
+	}
+	return pl.Spec.Point
 }

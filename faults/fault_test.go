@@ -36,7 +36,7 @@ func TestNewRejectsBadSpecs(t *testing.T) {
 func TestPauseFiresOnceAtItsPointForItsClient(t *testing.T) {
 	rec := histories.NewRecorder(histories.Meta{Fencing: "off"})
 	env := &Env{Gates: NewGates(rec), Rec: rec, Clients: 2}
-	sch, err := Start(context.Background(), env, []Spec{{Kind: "client-pause", Duration: 50 * time.Millisecond, Target: "client:1", Point: "before-write"}})
+	sch, err := startSpecs(t, context.Background(), env, []Spec{{Kind: "client-pause", Duration: 50 * time.Millisecond, Target: "client:1", Point: "before-write"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestPauseFiresOnceAtItsPointForItsClient(t *testing.T) {
 func TestCrashReturnsErrCrashed(t *testing.T) {
 	rec := histories.NewRecorder(histories.Meta{Fencing: "off"})
 	env := &Env{Gates: NewGates(rec), Rec: rec, Clients: 1}
-	sch, err := Start(context.Background(), env, []Spec{{Kind: "client-crash", Target: "any", Point: "acquire:after-setnx"}})
+	sch, err := startSpecs(t, context.Background(), env, []Spec{{Kind: "client-crash", Target: "any", Point: "acquire:after-setnx"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,5 +126,61 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 5s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// startSpecs prepares specs for env's clients and starts their schedule.
+func startSpecs(t *testing.T, ctx context.Context, env *Env, specs []Spec) (*Schedule, error) {
+	t.Helper()
+	planned := make([]*Planned, len(specs))
+	for i, s := range specs {
+		pl, err := Prepare(s, env.Clients)
+		if err != nil {
+			t.Fatalf("prepare %s: %v", s, err)
+		}
+		planned[i] = pl
+	}
+	return Start(ctx, env, planned)
+}
+
+func TestPrepareParsesTheTriggerOnce(t *testing.T) {
+	pl, err := Prepare(Spec{Kind: "server-pause", Target: "lock-0", Duration: time.Second, Trigger: "client:1@acquire:granted"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Trigger == nil || *pl.Trigger != (Trigger{Client: 1, Point: "acquire:granted"}) || pl.Point() != "acquire:granted" {
+		t.Errorf("trigger = %+v, point %q", pl.Trigger, pl.Point())
+	}
+	for _, c := range []struct {
+		spec    Spec
+		clients int
+		want    string
+	}{
+		{Spec{Kind: "server-pause", Target: "lock-0", Duration: time.Second, Trigger: "client:2@acquire:granted"}, 2, "0 ≤ N < 2"},
+		{Spec{Kind: "server-pause", Target: "lock-0", Duration: time.Second, Trigger: "client:0"}, 2, "want client:N@point"},
+		{Spec{Kind: "server-pause", Target: "lock-0", Point: "before-write"}, 2, "takes no point"},
+	} {
+		if _, err := Prepare(c.spec, c.clients); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Prepare(%v) = %v, want an error with %q", c.spec, err, c.want)
+		}
+	}
+}
+
+func TestAPlannedFaultRunsOnce(t *testing.T) {
+	rec := histories.NewRecorder(histories.Meta{Fencing: "off"})
+	env := &Env{Gates: NewGates(rec), Rec: rec, Clients: 1}
+	pl, err := Prepare(Spec{Kind: "client-pause", Duration: time.Millisecond, Target: "client:0"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := Start(context.Background(), env, []*Planned{pl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(context.Background(), env, []*Planned{pl}); err == nil || !strings.Contains(err.Error(), "already ran") {
+		t.Errorf("second start of one planned fault: %v, want an error", err)
 	}
 }

@@ -120,7 +120,7 @@ func TestEveryNetworkFaultHealsCleanly(t *testing.T) {
 		{Kind: "net-reset", Duration: time.Hour, Target: "client:1->*"},
 		{Kind: "reply-delay", Duration: time.Hour, Target: "any", Latency: 100 * time.Millisecond},
 	}
-	sch, err := Start(context.Background(), env, specs)
+	sch, err := startSpecs(t, context.Background(), env, specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestReplyDelayDelaysTheReplyNotTheCommand(t *testing.T) {
 	if err := through.Ping(ctx).Err(); err != nil { // connect first: only the INCR's reply is timed
 		t.Fatal(err)
 	}
-	sch, err := Start(ctx, env, []Spec{{Kind: "reply-delay", Duration: time.Hour, Target: "client:1", Latency: delay}})
+	sch, err := startSpecs(t, ctx, env, []Spec{{Kind: "reply-delay", Duration: time.Hour, Target: "client:1", Latency: delay}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestReplyDelayDelaysTheReplyNotTheCommand(t *testing.T) {
 
 func TestTriggeredNetworkFaultIsInPlaceWhenTheClientGoesOn(t *testing.T) {
 	env := netEnv(t, 1)
-	sch, err := Start(context.Background(), env, []Spec{{
+	sch, err := startSpecs(t, context.Background(), env, []Spec{{
 		Kind: "net-latency", Duration: time.Hour, Target: "client:0->store", Latency: time.Second, Direction: "up",
 		Trigger: "client:0@before-write",
 	}})

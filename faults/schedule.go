@@ -31,31 +31,29 @@ type item struct {
 	window   int           // the recorder's window index, -1 when none
 }
 
-// Start checks every fault's availability, then runs the schedule in the background.
-// Times are relative to now.
-func Start(ctx context.Context, env *Env, specs []Spec) (*Schedule, error) {
-	items := make([]*item, len(specs))
-	for i, s := range specs {
-		f, err := New(s)
-		if err != nil {
-			return nil, err
+// Start checks every fault's availability in env, then runs the schedule in the
+// background. Times are relative to now. Each Planned runs in one schedule only.
+func Start(ctx context.Context, env *Env, planned []*Planned) (*Schedule, error) {
+	items := make([]*item, len(planned))
+	for i, pl := range planned {
+		s := pl.Spec
+		if !pl.used.CompareAndSwap(false, true) {
+			return nil, fmt.Errorf("fault %s: already ran in another run (prepare it again)", s)
 		}
-		if err := f.Available(env); err != nil {
+		if err := pl.fault.Available(env); err != nil {
 			return nil, fmt.Errorf("fault %s: %w", s, err)
 		}
-		kind, _ := kindNamed(s.Kind) // New found it
-		items[i] = &item{spec: s, kind: kind, fault: f, injected: make(chan struct{}), window: -1}
-		if s.Trigger != "" {
-			client, point, err := ParseTrigger(s.Trigger, env.Clients)
-			if err != nil {
-				return nil, fmt.Errorf("fault %s: %w", s, err)
+		items[i] = &item{spec: s, kind: pl.kind, fault: pl.fault, injected: make(chan struct{}), window: -1}
+		if tr := pl.Trigger; tr != nil {
+			if tr.Client >= env.Clients {
+				return nil, fmt.Errorf("fault %s: client %d of a run of %d clients", s, tr.Client, env.Clients)
 			}
 			if env.Gates == nil {
 				return nil, fmt.Errorf("fault %s: a trigger needs client gates", s)
 			}
 			it := items[i]
 			it.fired = make(chan struct{})
-			env.Gates.addTrigger(client, point, func(ctx context.Context) {
+			env.Gates.addTrigger(tr.Client, tr.Point, func(ctx context.Context) {
 				close(it.fired)
 				if it.spec.At == 0 {
 					// Hold the client at its point until the fault is in place.

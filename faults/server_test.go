@@ -383,7 +383,7 @@ func TestServerAvailabilityNeedsTheCluster(t *testing.T) {
 func TestScheduleHealsServerFaults(t *testing.T) {
 	c := clustertest.StartWith(t, cluster.Topology{Kind: cluster.Nodes, Nodes: 3}, cluster.Options{ServerClock: cluster.ClockFaketime})
 	env := NewEnv(c, histories.NewRecorder(histories.Meta{Fencing: "off"}), 1)
-	sch, err := Start(context.Background(), env, []Spec{
+	sch, err := startSpecs(t, context.Background(), env, []Spec{
 		{Kind: "server-pause", Target: "lock-0", Duration: time.Hour},
 		{Kind: "server-crash", Target: "lock-1", Duration: time.Hour},
 		{Kind: "server-clock", Target: "lock-2", Duration: time.Hour, Offset: time.Hour},

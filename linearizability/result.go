@@ -20,6 +20,15 @@ const (
 // AllProperties lists the properties in report order, the order of Result.Properties.
 func AllProperties() []Property { return []Property{P1, P2, P3, L1} }
 
+// JoinProperties is ps as text, "P1,P2" with sep ",".
+func JoinProperties(ps []Property, sep string) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = string(p)
+	}
+	return strings.Join(s, sep)
+}
+
 // Name is the property's name for people, e.g. "mutual exclusion" for P1.
 func (p Property) Name() string {
 	switch p {

@@ -14,6 +14,7 @@ import (
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/report"
 )
 
 func newCampaignCmd() *cobra.Command {
@@ -101,6 +102,7 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 			w := cmd.ErrOrStderr()
 			fmt.Fprintf(w, "campaign seed %d (rerun with --seed %d), shard %s, output %s\n", seed, seed, o.Shard, o.Out)
 			o.Progress = campaignProgress(w, campaignTTY(w))
+			o.Render = report.WriteCampaign
 			sum, err := campaign.Search(cmd.Context(), o)
 			if err != nil {
 				return &statusError{exitError, err}
@@ -174,7 +176,7 @@ relative to --out. Exit status as for campaign.`,
 				return &statusError{exitError, err}
 			}
 			m := campaign.Merge(out, dirs, sums)
-			if err := campaign.WriteSummary(out, m); err != nil {
+			if err := writeSummary(out, m); err != nil {
 				return &statusError{exitError, err}
 			}
 			printCampaignSummary(cmd.OutOrStdout(), out, m)
@@ -325,4 +327,12 @@ func campaignFirstLine(s string) string {
 		line = line[:160] + "…"
 	}
 	return line
+}
+
+// writeSummary writes a summary's record and its renderings into dir.
+func writeSummary(dir string, s *campaign.Summary) error {
+	if err := campaign.WriteSummary(dir, s); err != nil {
+		return err
+	}
+	return report.WriteCampaign(dir, s)
 }

@@ -9,9 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/runner"
 )
 
 func newDemoCmd() *cobra.Command {
@@ -36,37 +38,39 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 			if len(args) == 0 {
 				return listScenarios(cmd, reg)
 			}
-			plan, err := campaign.Scenario(args[0], reg)
+			sc, err := plan.Scenario(args[0], reg)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
 			if len(fencing) == 0 {
 				fencing = []string{"off"}
-				if impl, err := reg.Get(plan.Impl); err == nil && impl.Fencing {
+				if impl, err := reg.Get(sc.Impl); err == nil && impl.Fencing {
 					fencing = append(fencing, "full")
 				}
 			}
-			plans := make([]campaign.Plan, len(fencing))
+			plans := make([]*plan.Resolved, len(fencing))
 			for i, mode := range fencing {
-				plans[i] = plan.WithFencing(strings.TrimSpace(mode))
-				if err := plans[i].Validate(reg); err != nil {
+				if plans[i], err = sc.WithFencing(strings.TrimSpace(mode)).Resolve(reg); err != nil {
 					return &statusError{exitError, fmt.Errorf("flag --fencing: %w", err)}
 				}
 			}
-			reports, err := runAll(cmd, plans, out, campaign.Options{Registry: reg, CheckTimeout: checkTimeout})
+			w := cmd.OutOrStdout()
+			reports, err := runAll(cmd, plans, out, runner.Options{CheckTimeout: checkTimeout})
 			if err != nil {
+				if len(reports) > 0 {
+					printReports(w, sc, reports)
+				}
 				return err
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "\n%s\n", wrap(plan.Description, 88))
-			printReports(w, plan, reports)
+			fmt.Fprintf(w, "\n%s\n", wrap(sc.Description, 88))
+			printReports(w, sc, reports)
 			for _, rep := range reports {
 				h, err := histories.Load(rep.Dir)
 				if err != nil {
 					return &statusError{exitError, err}
 				}
 				fmt.Fprintf(w, "\nWhat happened with fencing %s (times since the start of the run):\n", rep.Plan.Fencing)
-				campaign.Narrate(w, h)
+				report.Narrate(w, h)
 			}
 			return verdictStatus(results(reports)...)
 		},
@@ -79,7 +83,7 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 }
 
 func listScenarios(cmd *cobra.Command, reg *lockimpl.Registry) error {
-	plans, err := campaign.Scenarios(reg)
+	plans, err := plan.Scenarios(reg)
 	if err != nil {
 		return &statusError{exitError, err}
 	}

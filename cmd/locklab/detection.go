@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/internal/jsonfile"
+	"github.com/locklab/locklab/report"
 )
 
 // The lines of a Markdown file between which `locklab detection --markdown` puts the table.
@@ -69,20 +70,17 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 			defer stop()
 			w := cmd.ErrOrStderr()
 			o.Progress = func(line string) { fmt.Fprintln(w, line) }
+			o.Render = report.WriteCampaign
 			res, err := campaign.Detection(ctx, o)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			md := res.Markdown(commandLine(cmd))
+			md := report.DetectionMarkdown(res, commandLine(cmd))
 			if err := os.MkdirAll(o.Out, 0o755); err != nil {
 				return &statusError{exitError, err}
 			}
-			js, err := json.MarshalIndent(res, "", "  ")
-			if err == nil {
-				err = os.WriteFile(filepath.Join(o.Out, "detection.json"), append(js, '\n'), 0o644)
-			}
-			if err != nil {
-				return &statusError{exitError, fmt.Errorf("write detection.json: %w", err)}
+			if err := jsonfile.Write(filepath.Join(o.Out, "detection.json"), res); err != nil {
+				return &statusError{exitError, err}
 			}
 			if err := os.WriteFile(filepath.Join(o.Out, "detection.md"), []byte(md), 0o644); err != nil {
 				return &statusError{exitError, err}

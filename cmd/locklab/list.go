@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
 )
 
 func newListCmd() *cobra.Command {
@@ -34,7 +34,7 @@ func newListCmd() *cobra.Command {
 			for _, k := range faults.Kinds() {
 				fmt.Fprintf(w, "%s\t%s\t%s\n", k.Name, k.Targets, k.Description)
 			}
-			plans, err := campaign.Scenarios(reg)
+			plans, err := plan.Scenarios(reg)
 			if err != nil {
 				return &statusError{exitError, err}
 			}

@@ -38,6 +38,12 @@ func main() {
 	// cause both on purpose, and the history records them, so the program silences it.
 	redis.SetLogger(quietLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal the default handling returns: a second Ctrl-C ends locklab at
+	// once, and the servers it started die with it (Pdeathsig).
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -13,8 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/report"
 )
 
 // The lines of a Markdown file between which `locklab matrix --readme` puts the table.
@@ -76,23 +77,27 @@ finished are written, marked incomplete, and FILE is left alone).`,
 			}
 			stderr := cmd.ErrOrStderr()
 			progress := newProgress(stderr)
-			opts := campaign.MatrixOptions{
+			opts := matrix.Options{
 				Registry: lockimpl.Builtin(), Impls: trimAll(impls), Scenarios: trimAll(scenarios), Fencings: trimAll(fencings),
 				Repeat: repeat, Nodes: nodes, Parallel: parallel, Out: out, CheckTimeout: checkTimeout,
 				Command: commandLine(cmd), Progress: progress.event,
 			}
 			start := time.Now()
-			res, err := campaign.Matrix(cmd.Context(), opts)
+			res, err := matrix.Run(cmd.Context(), opts)
 			progress.end()
-			var oe *campaign.OptionError
+			var oe *matrix.OptionError
 			if errors.As(err, &oe) {
 				return &statusError{exitError, fmt.Errorf("flag --%s: %w", matrixFlag(oe.Option), oe.Err)}
 			}
 			w := cmd.OutOrStdout()
 			if res.Meta.Planned > 0 || res.Meta.Complete {
+				// matrix.json is written; the pages for people go beside it, also when interrupted.
+				if rerr := report.WriteMatrix(out, res); rerr != nil {
+					return &statusError{exitError, rerr}
+				}
 				fmt.Fprintf(w, "matrix: %d of %d runs in %s, %d failed to run; wrote %s, %s, %s\n",
 					res.Meta.Runs, res.Meta.Planned, time.Since(start).Round(time.Second), res.Meta.Errors,
-					filepath.Join(out, campaign.MatrixMD), filepath.Join(out, campaign.MatrixJSON), filepath.Join(out, campaign.MatrixHTML))
+					filepath.Join(out, matrix.MarkdownFile), filepath.Join(out, matrix.JSONFile), filepath.Join(out, matrix.HTMLFile))
 			}
 			if err != nil {
 				if readme != "" {
@@ -108,7 +113,7 @@ finished are written, marked incomplete, and FILE is left alone).`,
 			}
 			if res.Meta.Errors > 0 {
 				return &statusError{exitError, fmt.Errorf("%d of %d runs failed to run: their cells say err, the notes of %s say why",
-					res.Meta.Errors, res.Meta.Runs, filepath.Join(out, campaign.MatrixMD))}
+					res.Meta.Errors, res.Meta.Runs, filepath.Join(out, matrix.MarkdownFile))}
 			}
 			return nil
 		},
@@ -126,7 +131,7 @@ finished are written, marked incomplete, and FILE is left alone).`,
 	return cmd
 }
 
-// matrixFlag is the flag of a campaign.MatrixOptions field named by an OptionError.
+// matrixFlag is the flag of a matrix.Options field named by an OptionError.
 func matrixFlag(option string) string {
 	switch option {
 	case "impls":
@@ -186,7 +191,7 @@ func newProgress(w io.Writer) *progress {
 	return p
 }
 
-func (p *progress) event(e campaign.MatrixEvent) {
+func (p *progress) event(e matrix.Event) {
 	if !p.live || e.Err != nil {
 		if p.open {
 			fmt.Fprint(p.w, "\r\033[K")
@@ -208,7 +213,7 @@ func (p *progress) end() {
 
 // updateReadme replaces the matrix table in the Markdown file readme with res, its links
 // made relative to readme's directory.
-func updateReadme(readme, out string, res campaign.MatrixResult) error {
+func updateReadme(readme, out string, res matrix.Result) error {
 	data, err := os.ReadFile(readme)
 	if err != nil {
 		return fmt.Errorf("update %s: %w", readme, err)
@@ -217,7 +222,7 @@ func updateReadme(readme, out string, res campaign.MatrixResult) error {
 	if err != nil {
 		return fmt.Errorf("update %s: %w", readme, err)
 	}
-	doc, err := replaceMatrixBlock(data, res.Markdown(prefix), readme)
+	doc, err := replaceMatrixBlock(data, report.MatrixMarkdown(res, prefix), readme)
 	if err != nil {
 		return err
 	}

@@ -9,9 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/runner"
 )
 
 func newReplayCmd() *cobra.Command {
@@ -37,10 +38,10 @@ Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 			}
 			path := args[0]
 			if st, err := os.Stat(path); err == nil && st.IsDir() {
-				path = filepath.Join(path, campaign.PlanFile)
+				path = filepath.Join(path, runner.PlanFile)
 			}
 			reg := lockimpl.Builtin()
-			p, err := campaign.ReadPlan(path, reg)
+			p, err := plan.Read(path, reg)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
@@ -51,11 +52,15 @@ Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 			perProp := map[linearizability.Property]int{}
 			reproduced := 0
 			for k := 1; k <= repeat; k++ {
-				opts := campaign.Options{Registry: reg, CheckTimeout: checkTimeout}
+				opts := runner.Options{CheckTimeout: checkTimeout}
 				if out != "" {
 					opts.Dir = filepath.Join(out, fmt.Sprintf("%s-replay-%d", stamp, k))
 				}
-				rep, err := campaign.Run(cmd.Context(), p, opts)
+				r, err := p.Resolve(reg) // each run its own faults; the file validated above
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("%s: %w", path, err)}
+				}
+				rep, err := runner.Run(cmd.Context(), r, opts)
 				if err != nil {
 					return &statusError{exitError, fmt.Errorf("replay %d of %s: %w", k, path, err)}
 				}

@@ -13,10 +13,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/runner"
 )
 
 func newRunCmd() *cobra.Command {
@@ -28,7 +29,7 @@ func newRunCmd() *cobra.Command {
 		externalLock            []string
 		externalStore           string
 		allowDestructive        bool
-		p                       = campaign.DefaultPlan()
+		p                       = plan.Default()
 		ttl, dur, work          time.Duration
 		think, retry, timeout   time.Duration
 	)
@@ -50,21 +51,20 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			plan, err := overlayFlags(cmd.Flags(), base, p, ttl, dur, work, think, retry, timeout, faultFlags)
+			pl, err := overlayFlags(cmd.Flags(), base, p, ttl, dur, work, think, retry, timeout, faultFlags)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
 			if len(fencing) == 0 {
-				fencing = []string{plan.Fencing}
+				fencing = []string{pl.Fencing}
 			}
-			plans := make([]campaign.Plan, len(fencing))
+			plans := make([]*plan.Resolved, len(fencing))
 			for i, mode := range fencing {
-				plans[i] = plan.WithFencing(strings.TrimSpace(mode))
-				if err := plans[i].Validate(reg); err != nil {
+				if plans[i], err = pl.WithFencing(strings.TrimSpace(mode)).Resolve(reg); err != nil {
 					return &statusError{exitError, placeError(err, cmd.Flags(), source, planFile)}
 				}
 			}
-			opts := campaign.Options{Registry: reg, CheckTimeout: checkTimeout, AllowDestructive: allowDestructive}
+			opts := runner.Options{CheckTimeout: checkTimeout, AllowDestructive: allowDestructive}
 			if len(externalLock) > 0 || externalStore != "" {
 				b, err := cluster.NewExternalBackend(cluster.ExternalOptions{Lock: externalLock, Store: externalStore})
 				if err != nil {
@@ -74,10 +74,12 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 				opts.Backend = b
 			}
 			reports, err := runAll(cmd, plans, out, opts)
+			if len(reports) > 0 {
+				printReports(cmd.OutOrStdout(), pl, reports)
+			}
 			if err != nil {
 				return err
 			}
-			printReports(cmd.OutOrStdout(), plan, reports)
 			return verdictStatus(results(reports)...)
 		},
 	}
@@ -109,20 +111,27 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	return cmd
 }
 
-// runAll runs plans one after the other, each into its own directory under out.
-func runAll(cmd *cobra.Command, plans []campaign.Plan, out string, opts campaign.Options) ([]campaign.Report, error) {
+// runAll runs resolved plans one after the other, each into its own directory under
+// out. An interrupted run's report is returned too, with the error: its partial history
+// was saved and checked.
+func runAll(cmd *cobra.Command, plans []*plan.Resolved, out string, opts runner.Options) ([]runner.Report, error) {
 	stamp := time.Now().Format("20060102-150405")
-	reports := make([]campaign.Report, 0, len(plans))
-	for _, pl := range plans {
+	reports := make([]runner.Report, 0, len(plans))
+	for _, r := range plans {
+		pl := r.Plan
 		name := pl.Name
 		if name == "" {
 			name = "run"
 		}
 		opts.Dir = filepath.Join(out, fmt.Sprintf("%s-%s-fencing-%s", stamp, name, pl.Fencing))
 		fmt.Fprintf(cmd.ErrOrStderr(), "running %s with fencing %s for %s ...\n", name, pl.Fencing, pl.Duration.D())
-		rep, err := campaign.Run(cmd.Context(), pl, opts)
+		rep, err := runner.Run(cmd.Context(), r, opts)
+		if errors.Is(err, runner.ErrInterrupted) {
+			reports = append(reports, rep)
+			return reports, &statusError{exitError, fmt.Errorf("run %s with fencing %s: %w; evidence in %s", name, pl.Fencing, err, opts.Dir)}
+		}
 		if err != nil {
-			return nil, &statusError{exitError, fmt.Errorf("run %s with fencing %s: %w", name, pl.Fencing, err)}
+			return reports, &statusError{exitError, fmt.Errorf("run %s with fencing %s: %w", name, pl.Fencing, err)}
 		}
 		reports = append(reports, rep)
 	}
@@ -130,25 +139,25 @@ func runAll(cmd *cobra.Command, plans []campaign.Plan, out string, opts campaign
 }
 
 // basePlan is the plan flags are laid over: a file, a scenario, or the defaults.
-func basePlan(planFile, scenario string, reg *lockimpl.Registry) (campaign.Plan, string, error) {
+func basePlan(planFile, scenario string, reg *lockimpl.Registry) (plan.Plan, string, error) {
 	switch {
 	case planFile != "" && scenario != "":
-		return campaign.Plan{}, "", errors.New("flags --plan and --scenario exclude each other")
+		return plan.Plan{}, "", errors.New("flags --plan and --scenario exclude each other")
 	case planFile != "":
-		p, err := campaign.ReadPlan(planFile, reg)
+		p, err := plan.Read(planFile, reg)
 		return p, planFile, err
 	case scenario != "":
-		p, err := campaign.Scenario(scenario, reg)
+		p, err := plan.Scenario(scenario, reg)
 		if err != nil {
 			return p, "", fmt.Errorf("flag --scenario: %w", err)
 		}
 		return p, "scenario " + scenario, nil
 	}
-	return campaign.DefaultPlan(), "defaults", nil
+	return plan.Default(), "defaults", nil
 }
 
 // overlayFlags copies onto base every flag the user set explicitly.
-func overlayFlags(fs *pflag.FlagSet, base, fl campaign.Plan, ttl, dur, work, think, retry, timeout time.Duration, faultFlags []string) (campaign.Plan, error) {
+func overlayFlags(fs *pflag.FlagSet, base, fl plan.Plan, ttl, dur, work, think, retry, timeout time.Duration, faultFlags []string) (plan.Plan, error) {
 	set := func(name string, apply func()) {
 		if fs.Changed(name) {
 			apply()
@@ -163,12 +172,12 @@ func overlayFlags(fs *pflag.FlagSet, base, fl campaign.Plan, ttl, dur, work, thi
 	set("persistence", func() { base.Persistence = fl.Persistence })
 	set("server-clock", func() { base.ServerClock = fl.ServerClock })
 	set("seed", func() { base.Seed = fl.Seed })
-	set("ttl", func() { base.TTL = campaign.D(ttl) })
-	set("duration", func() { base.Duration = campaign.D(dur) })
-	set("work", func() { base.Work = campaign.D(work) })
-	set("think", func() { base.Think = campaign.D(think) })
-	set("retry", func() { base.Retry = campaign.D(retry) })
-	set("timeout", func() { base.Timeout = campaign.D(timeout) })
+	set("ttl", func() { base.TTL = plan.D(ttl) })
+	set("duration", func() { base.Duration = plan.D(dur) })
+	set("work", func() { base.Work = plan.D(work) })
+	set("think", func() { base.Think = plan.D(think) })
+	set("retry", func() { base.Retry = plan.D(retry) })
+	set("timeout", func() { base.Timeout = plan.D(timeout) })
 	if fs.Changed("fault") {
 		base.Faults = nil
 		for _, s := range faultFlags {
@@ -183,9 +192,9 @@ func overlayFlags(fs *pflag.FlagSet, base, fl campaign.Plan, ttl, dur, work, thi
 }
 
 // parseFaultFlag reads KIND:at=D,duration=D,target=T,point=P.
-func parseFaultFlag(s string) (campaign.FaultSpec, error) {
+func parseFaultFlag(s string) (plan.FaultSpec, error) {
 	kind, params, _ := strings.Cut(s, ":")
-	f := campaign.FaultSpec{Kind: kind}
+	f := plan.FaultSpec{Kind: kind}
 	if kind == "" {
 		return f, errors.New("missing fault kind")
 	}
@@ -203,7 +212,7 @@ func parseFaultFlag(s string) (campaign.FaultSpec, error) {
 			if err != nil {
 				return f, fmt.Errorf("parameter %s: bad duration %q", k, v)
 			}
-			*map[string]*campaign.Duration{"at": &f.At, "duration": &f.Duration, "latency": &f.Latency, "jitter": &f.Jitter, "offset": &f.Offset}[k] = campaign.D(d)
+			*map[string]*plan.Duration{"at": &f.At, "duration": &f.Duration, "latency": &f.Latency, "jitter": &f.Jitter, "offset": &f.Offset}[k] = plan.D(d)
 		case "rate":
 			r, err := strconv.ParseFloat(v, 64)
 			if err != nil {
@@ -221,7 +230,7 @@ func parseFaultFlag(s string) (campaign.FaultSpec, error) {
 
 // placeError says where a bad plan value came from: a flag, or the plan file's line.
 func placeError(err error, fs *pflag.FlagSet, source, planFile string) error {
-	var fe *campaign.FieldError
+	var fe *plan.FieldError
 	if !errors.As(err, &fe) {
 		return err
 	}
@@ -235,7 +244,7 @@ func placeError(err error, fs *pflag.FlagSet, source, planFile string) error {
 	case planFile != "":
 		if data, rerr := os.ReadFile(planFile); rerr == nil {
 			fe.Source = planFile
-			fe.Line = campaign.FieldLine(data, fe.Field)
+			fe.Line = plan.FieldLine(data, fe.Field)
 		}
 	default:
 		fe.Source = source
@@ -243,7 +252,7 @@ func placeError(err error, fs *pflag.FlagSet, source, planFile string) error {
 	return fe
 }
 
-func results(reps []campaign.Report) []linearizability.Result {
+func results(reps []runner.Report) []linearizability.Result {
 	out := make([]linearizability.Result, len(reps))
 	for i, r := range reps {
 		out[i] = r.Result
@@ -267,12 +276,12 @@ func verdictStatus(rs ...linearizability.Result) error {
 }
 
 // printReports prints the verdicts of the runs side by side, then every explanation.
-func printReports(w io.Writer, plan campaign.Plan, reps []campaign.Report) {
-	name := plan.Name
+func printReports(w io.Writer, pl plan.Plan, reps []runner.Report) {
+	name := pl.Name
 	if name == "" {
 		name = "run"
 	}
-	fmt.Fprintf(w, "\n%s: impl %s, %d clients, %d keys, ttl %s, %d faults\n", name, plan.Impl, plan.Clients, plan.Keys, plan.TTL.D(), len(plan.Faults))
+	fmt.Fprintf(w, "\n%s: impl %s, %d clients, %d keys, ttl %s, %d faults\n", name, pl.Impl, pl.Clients, pl.Keys, pl.TTL.D(), len(pl.Faults))
 	fmt.Fprintf(w, "%-26s", "")
 	for _, r := range reps {
 		fmt.Fprintf(w, "%-22s", "fencing "+r.Plan.Fencing)
@@ -292,7 +301,7 @@ func printReports(w io.Writer, plan campaign.Plan, reps []campaign.Report) {
 	}
 	fmt.Fprintln(w)
 	for _, r := range reps {
-		fmt.Fprintf(w, "\nfencing %s: report %s\n", r.Plan.Fencing, filepath.Join(r.Dir, campaign.HTMLFile))
+		fmt.Fprintf(w, "\nfencing %s: report %s\n", r.Plan.Fencing, filepath.Join(r.Dir, runner.HTMLFile))
 		printExplanations(w, "  ", r.Result)
 	}
 }

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/runner"
 )
 
 // The bridge between the model and the system: each LeaseLock counterexample TLC found,
@@ -62,12 +63,16 @@ func TestSafeConfigKeepsTheData(t *testing.T) {
 }
 
 // runPlan runs p on fresh Redis servers and returns the report and the recorded history.
-func runPlan(t *testing.T, p campaign.Plan) (campaign.Report, histories.History) {
+func runPlan(t *testing.T, p plan.Plan) (runner.Report, histories.History) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	rep, err := campaign.Run(ctx, p, campaign.Options{Registry: lockimpl.Builtin(), Backend: clustertest.Backend(t), Dir: dir})
+	r, err := p.Resolve(lockimpl.Builtin())
+	if err != nil {
+		t.Fatalf("resolve %s: %v", p.Name, err)
+	}
+	rep, err := runner.Run(ctx, r, runner.Options{Backend: clustertest.Backend(t), Dir: dir})
 	if err != nil {
 		t.Fatalf("run %s: %v", p.Name, err)
 	}
@@ -81,7 +86,7 @@ func runPlan(t *testing.T, p campaign.Plan) (campaign.Report, histories.History)
 	return rep, h
 }
 
-func assertVerdict(t *testing.T, rep campaign.Report, prop lin.Property, want lin.Verdict) {
+func assertVerdict(t *testing.T, rep runner.Report, prop lin.Property, want lin.Verdict) {
 	t.Helper()
 	pr, ok := rep.Result.Property(prop)
 	if !ok || pr.Verdict != want {

@@ -6,16 +6,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/workload"
 )
 
 // Translation is a counterexample turned into a plan, with what its run must show.
 type Translation struct {
-	Plan   campaign.Plan
+	Plan   plan.Plan
 	Breaks linearizability.Property // the property TLC found violated: the run must find it illegal
 
 	Holder    int // the client that stalls while its lease runs out
@@ -76,18 +76,18 @@ func Translate(cx *Counterexample) (*Translation, error) {
 		return nil, err
 	}
 
-	p := campaign.DefaultPlan()
+	p := plan.Default()
 	p.Name = tr.Config
 	p.Impl, p.Topology, p.Clients, p.Keys = "fenced", "single", len(s.clients), 1
-	p.TTL, p.Work, p.Think, p.Retry = campaign.D(planTTL), campaign.D(t.work), campaign.D(planThink), campaign.D(planRetry)
-	p.Duration, p.Fencing, p.Careless, p.Seed = campaign.D(t.duration), fencing, !careful, 1
+	p.TTL, p.Work, p.Think, p.Retry = plan.D(planTTL), plan.D(t.work), plan.D(planThink), plan.D(planRetry)
+	p.Duration, p.Fencing, p.Careless, p.Seed = plan.D(t.duration), fencing, !careful, 1
 	holder := fmt.Sprintf("client:%d", s.holder)
 	if s.stall == pauseStall {
 		// The trigger arms the pause at the holder's first grant, so it strikes that
 		// critical section whichever client wins the first race for the lock.
-		p.Faults = []campaign.FaultSpec{{
+		p.Faults = []plan.FaultSpec{{
 			Kind: "client-pause", Target: holder, Trigger: holder + "@" + lockimpl.StepGranted,
-			Point: s.point, Duration: campaign.D(t.pause),
+			Point: s.point, Duration: plan.D(t.pause),
 		}}
 	}
 	p.Description = s.describe(tr, t)

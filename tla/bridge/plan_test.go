@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -71,7 +71,7 @@ func TestTranslateLeaseLock(t *testing.T) {
 // checkTiming asserts that the plan's durations put the holder's next step where the
 // trace does, with room to spare: the successor acquires between the expiry and 1.5
 // retries later, reads at once and writes one work period later.
-func checkTiming(t *testing.T, p campaign.Plan, point string) {
+func checkTiming(t *testing.T, p plan.Plan, point string) {
 	t.Helper()
 	ttl, work, retry := p.TTL.D(), p.Work.D(), p.Retry.D()
 	acquire := [2]time.Duration{ttl, ttl + retry*3/2} // earliest and latest successor acquire

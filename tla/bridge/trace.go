@@ -4,7 +4,7 @@
 //
 // trace.go reads the trace as tla/check.sh --update-traces saves it, config.go the TLC
 // config it was checked with, story.go reads the LeaseLock schedule out of the events and
-// plan.go turns that schedule into a campaign.Plan.
+// plan.go turns that schedule into a plan.Plan.
 package bridge
 
 import (

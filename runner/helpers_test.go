@@ -1,4 +1,4 @@
-package campaign
+package runner
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
 )
 
 // verdicts is what a test expects of some properties; properties left out are not asserted.
@@ -16,14 +17,18 @@ type verdicts map[linearizability.Property]linearizability.Verdict
 
 // runPlan runs p on real Redis servers from backend b (a fresh one when nil), writing the
 // run directory under the test's temp dir.
-func runPlan(t testing.TB, b cluster.Backend, p Plan) Report {
+func runPlan(t testing.TB, b cluster.Backend, p plan.Plan) Report {
 	t.Helper()
 	if b == nil {
 		b = clustertest.Backend(t)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rep, err := Run(ctx, p, Options{Registry: lockimpl.Builtin(), Backend: b, Dir: t.TempDir()})
+	r, err := p.Resolve(lockimpl.Builtin())
+	if err != nil {
+		t.Fatalf("resolve %s (impl %s, fencing %s): %v", p.Name, p.Impl, p.Fencing, err)
+	}
+	rep, err := Run(ctx, r, Options{Backend: b, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("run %s (impl %s, fencing %s): %v", p.Name, p.Impl, p.Fencing, err)
 	}
@@ -47,9 +52,9 @@ func assertVerdicts(t testing.TB, rep Report, want verdicts) {
 }
 
 // scenario loads a catalog scenario, optionally changed by edit.
-func scenario(t testing.TB, name string, edit func(*Plan)) Plan {
+func scenario(t testing.TB, name string, edit func(*plan.Plan)) plan.Plan {
 	t.Helper()
-	p, err := Scenario(name, lockimpl.Builtin())
+	p, err := plan.Scenario(name, lockimpl.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}

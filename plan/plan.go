@@ -1,6 +1,4 @@
-// Package campaign holds plans (plain data), the scenario catalog, and the loop that
-// runs a plan on real servers, checks it and writes its report.
-package campaign
+package plan
 
 import (
 	"bytes"
@@ -75,8 +73,8 @@ const (
 	MaxRunTime = time.Hour
 )
 
-// DefaultPlan is what a plan file or flag leaves unsaid. README.md lists these values.
-func DefaultPlan() Plan {
+// Default is what a plan file or flag leaves unsaid. README.md lists these values.
+func Default() Plan {
 	return Plan{
 		Impl: "setnx", Topology: "single", Clients: 3, Keys: 1,
 		TTL: D(500 * time.Millisecond), Duration: D(3 * time.Second), Work: D(20 * time.Millisecond),
@@ -112,19 +110,19 @@ func (e *FieldError) Error() string {
 	return fmt.Sprintf("%s: %s: %s", place, e.Field, e.Reason)
 }
 
-// ReadPlan reads a plan file.
-func ReadPlan(path string, reg *lockimpl.Registry) (Plan, error) {
+// Read reads a plan file.
+func Read(path string, reg *lockimpl.Registry) (Plan, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Plan{}, fmt.Errorf("read plan: %w", err)
 	}
-	return ParsePlan(data, path, reg)
+	return Parse(data, path, reg)
 }
 
-// ParsePlan decodes a plan on top of DefaultPlan and validates it. Unknown fields are
+// Parse decodes a plan on top of DefaultPlan and validates it. Unknown fields are
 // errors; every error names source, line and field.
-func ParsePlan(data []byte, source string, reg *lockimpl.Registry) (Plan, error) {
-	p := DefaultPlan()
+func Parse(data []byte, source string, reg *lockimpl.Registry) (Plan, error) {
+	p := Default()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -172,67 +170,95 @@ func decodeError(data []byte, source string, err error) error {
 	return &FieldError{Source: source, Reason: "bad JSON: " + msg}
 }
 
+// Resolved is a plan checked against a registry and turned into the typed values the
+// stages of a run take: every string of the plan is parsed and every name looked up
+// here, once, so that a plan that resolved cannot fail to parse later. Its faults are
+// built for one run (a fault keeps state while it runs): run a plan again by resolving
+// it again.
+type Resolved struct {
+	Plan        Plan
+	Impl        lockimpl.Impl
+	Topology    cluster.Topology
+	Fencing     workload.Fencing
+	Persistence cluster.Persistence // "" when the plan leaves it unsaid: servers keep theirs
+	Faults      []*faults.Planned
+}
+
 // Validate checks every field; reg (when not nil) must know the implementation.
 func (p Plan) Validate(reg *lockimpl.Registry) error {
+	_, err := p.resolve(reg)
+	return err
+}
+
+// Resolve validates p against reg and returns its typed values.
+func (p Plan) Resolve(reg *lockimpl.Registry) (*Resolved, error) {
+	if reg == nil {
+		return nil, errors.New("resolve plan: no registry of implementations")
+	}
+	return p.resolve(reg)
+}
+
+func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 	bad := func(field, format string, args ...any) error {
 		return &FieldError{Source: "plan", Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
+	r := &Resolved{Plan: p}
 	for _, d := range []struct {
 		name string
 		d    Duration
 	}{{"ttl", p.TTL}, {"duration", p.Duration}, {"work", p.Work}, {"think", p.Think}, {"retry", p.Retry}, {"timeout", p.Timeout}} {
 		if d.d.bad != "" {
-			return bad(d.name, "%s", d.d.bad)
+			return nil, bad(d.name, "%s", d.d.bad)
 		}
 		if d.d.D() < 0 {
-			return bad(d.name, "must not be negative, got %s", d.d.D())
+			return nil, bad(d.name, "must not be negative, got %s", d.d.D())
 		}
 	}
 	switch {
 	case p.Impl == "":
-		return bad("impl", "missing")
+		return nil, bad("impl", "missing")
 	case p.Clients < 1 || p.Clients > MaxClients:
-		return bad("clients", "want 1 to %d, got %d", MaxClients, p.Clients)
+		return nil, bad("clients", "want 1 to %d, got %d", MaxClients, p.Clients)
 	case p.Keys < 1 || p.Keys > MaxKeys:
-		return bad("keys", "want 1 to %d, got %d", MaxKeys, p.Keys)
+		return nil, bad("keys", "want 1 to %d, got %d", MaxKeys, p.Keys)
 	case p.TTL.D() < time.Millisecond:
-		return bad("ttl", "want at least 1ms, got %s", p.TTL.D())
+		return nil, bad("ttl", "want at least 1ms, got %s", p.TTL.D())
 	case p.Duration.D() <= 0 || p.Duration.D() > MaxRunTime:
-		return bad("duration", "want more than 0 and at most %s, got %s", MaxRunTime, p.Duration.D())
+		return nil, bad("duration", "want more than 0 and at most %s, got %s", MaxRunTime, p.Duration.D())
 	case p.Timeout.D() <= 0:
-		return bad("timeout", "must be positive, got %s", p.Timeout.D())
+		return nil, bad("timeout", "must be positive, got %s", p.Timeout.D())
 	case p.Extend < 0 || p.Extend > 1:
-		return bad("extend", "want a probability from 0 to 1, got %g", p.Extend)
+		return nil, bad("extend", "want a probability from 0 to 1, got %g", p.Extend)
 	}
-	topo, err := cluster.ParseTopology(p.Topology)
-	if err != nil {
-		return bad("topology", "%v", err)
+	var err error
+	if r.Topology, err = cluster.ParseTopology(p.Topology); err != nil {
+		return nil, bad("topology", "%v", err)
 	}
-	switch cluster.Persistence(p.Persistence) {
+	switch r.Persistence = cluster.Persistence(p.Persistence); r.Persistence {
 	case "", cluster.PersistNone, cluster.PersistAOFEverysec, cluster.PersistAOFAlways:
 	default:
-		return bad("persistence", "want none, aof-everysec or aof-always, got %q", p.Persistence)
+		return nil, bad("persistence", "want none, aof-everysec or aof-always, got %q", p.Persistence)
 	}
 	switch p.ServerClock {
 	case "", "real", "faketime":
 	default:
-		return bad("server_clock", `want "real" or "faketime", got %q`, p.ServerClock)
+		return nil, bad("server_clock", `want "real" or "faketime", got %q`, p.ServerClock)
 	}
-	if _, err := workload.ParseFencing(p.Fencing); err != nil {
-		return bad("fencing", "%v", err)
+	if r.Fencing, err = workload.ParseFencing(p.Fencing); err != nil {
+		return nil, bad("fencing", "%v", err)
 	}
 	if reg != nil {
-		impl, err := reg.Get(p.Impl)
-		if err != nil {
-			return bad("impl", "%v", err)
+		if r.Impl, err = reg.Get(p.Impl); err != nil {
+			return nil, bad("impl", "%v", err)
 		}
-		if !impl.RunsOn(topo.Kind) {
-			return bad("topology", "%s does not run on topology %s (it needs %s)", p.Impl, topo, impl.Topology)
+		if !r.Impl.RunsOn(r.Topology.Kind) {
+			return nil, bad("topology", "%s does not run on topology %s (it needs %s)", p.Impl, r.Topology, r.Impl.Topology)
 		}
-		if p.Fencing != string(workload.FencingOff) && !impl.Fencing {
-			return bad("fencing", "mode %s needs fencing tokens, but %s grants none (fence source none); use an implementation with fences, e.g. fenced", p.Fencing, p.Impl)
+		if r.Fencing != workload.FencingOff && !r.Impl.Fencing {
+			return nil, bad("fencing", "mode %s needs fencing tokens, but %s grants none (fence source none); use an implementation with fences, e.g. fenced", p.Fencing, p.Impl)
 		}
 	}
+	points := append(workload.Points(), r.Impl.Steps...)
 	for i, f := range p.Faults {
 		field := fmt.Sprintf("faults[%d]", i)
 		for _, d := range []struct {
@@ -240,37 +266,36 @@ func (p Plan) Validate(reg *lockimpl.Registry) error {
 			d    Duration
 		}{{"at", f.At}, {"duration", f.Duration}, {"latency", f.Latency}, {"jitter", f.Jitter}, {"offset", f.Offset}} {
 			if d.d.bad != "" {
-				return bad(field+"."+d.name, "%s", d.d.bad)
+				return nil, bad(field+"."+d.name, "%s", d.d.bad)
 			}
 		}
 		if f.Trigger == "" && f.At.D() >= p.Duration.D() {
-			return bad(field+".at", "%s is not before the end of the run (%s)", f.At.D(), p.Duration.D())
+			return nil, bad(field+".at", "%s is not before the end of the run (%s)", f.At.D(), p.Duration.D())
 		}
-		ft, err := faults.New(f.Spec())
+		pl, err := faults.Prepare(f.Spec(), p.Clients)
 		if err != nil {
-			return bad(field+".kind", "%v", err)
+			sub := ".kind"
+			if te := (*faults.TriggerError)(nil); errors.As(err, &te) {
+				sub = ".trigger"
+			}
+			return nil, bad(field+sub, "%v", err)
 		}
 		// Availability that depends on servers is checked when the run starts.
-		if err := ft.Available(faults.NewEnv(nil, nil, p.Clients)); err != nil && !errors.Is(err, faults.ErrNeedsCluster) {
-			return bad(field, "%v", err)
+		if err := pl.Available(faults.NewEnv(nil, nil, p.Clients)); err != nil && !errors.Is(err, faults.ErrNeedsCluster) {
+			return nil, bad(field, "%v", err)
 		}
-		if reg == nil {
-			continue
-		}
-		impl, _ := reg.Get(p.Impl) // found above
-		points := append(workload.Points(), impl.Steps...)
-		if f.Point != "" && !slices.Contains(points, f.Point) {
-			return bad(field+".point", "%s never reaches point %q (points: %s)", p.Impl, f.Point, strings.Join(points, ", "))
-		}
-		if f.Trigger != "" {
-			if _, point, err := faults.ParseTrigger(f.Trigger, p.Clients); err != nil {
-				return bad(field+".trigger", "%v", err)
-			} else if !slices.Contains(points, point) {
-				return bad(field+".trigger", "%s never reaches point %q (points: %s)", p.Impl, point, strings.Join(points, ", "))
+		if reg != nil {
+			sub := ".point"
+			if pl.Trigger != nil {
+				sub = ".trigger"
+			}
+			if point := pl.Point(); point != "" && !slices.Contains(points, point) {
+				return nil, bad(field+sub, "%s never reaches point %q (points: %s)", p.Impl, point, strings.Join(points, ", "))
 			}
 		}
+		r.Faults = append(r.Faults, pl)
 	}
-	return nil
+	return r, nil
 }
 
 // WithFencing is the plan run under another fencing mode, named after it.

@@ -1,10 +1,11 @@
-package campaign
+package runner
 
 import (
 	"testing"
 	"time"
 
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/plan"
 )
 
 // TestEveryFaultHeals runs one plan with a fault of every family of the single topology,
@@ -12,12 +13,12 @@ import (
 // servers answer, links are clean and clocks are back (faults.VerifyHealed), and fails
 // otherwise; the correct lock with fencing full keeps the data safe through it all.
 func TestEveryFaultHeals(t *testing.T) {
-	ms := func(n int) Duration { return D(time.Duration(n) * time.Millisecond) }
-	p := DefaultPlan()
+	ms := func(n int) plan.Duration { return plan.D(time.Duration(n) * time.Millisecond) }
+	p := plan.Default()
 	p.Name, p.Impl, p.Fencing, p.Clients, p.ServerClock = "every-fault", "fenced", "full", 3, "faketime"
 	p.Persistence = "aof-always"
 	p.Duration = ms(2000)
-	p.Faults = []FaultSpec{
+	p.Faults = []plan.FaultSpec{
 		{Kind: "client-pause", At: ms(0), Duration: ms(300), Target: "client:0"},
 		{Kind: "client-clock", At: ms(100), Duration: ms(300), Target: "client:1", Offset: ms(-200), Rate: 0.5},
 		{Kind: "server-clock", At: ms(200), Duration: ms(200), Target: "lock-0", Offset: ms(1000), Mode: "faketime"},

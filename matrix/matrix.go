@@ -1,4 +1,4 @@
-package campaign
+package matrix
 
 import (
 	"context"
@@ -15,21 +15,25 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/workload"
 )
 
 // BaselineScenario is the fault-free scenario of the catalog, the matrix's first row.
 const BaselineScenario = "baseline"
 
-// Files the matrix writes in MatrixOptions.Out, besides the run directories under RunsDir.
+// Files the matrix writes in Options.Out, besides the run directories under RunsDir.
 const (
-	MatrixJSON = "matrix.json"
-	MatrixMD   = "matrix.md"
-	MatrixHTML = "matrix.html"
-	RunsDir    = "runs"
-	ErrorFile  = "error.txt" // in a run directory whose run failed to run
+	JSONFile     = "matrix.json"
+	MarkdownFile = "matrix.md"
+	HTMLFile     = "matrix.html"
+	RunsDir      = "runs"
+	ErrorFile    = "error.txt" // in a run directory whose run failed to run
 )
 
 // Fence sources of an implementation, from lockimpl.Impl.Fencing.
@@ -45,8 +49,8 @@ const (
 	CellNoFencing = "none" // a fencing mode other than off for an implementation without fences
 )
 
-// MatrixOptions say which cells the matrix has and how its runs are made.
-type MatrixOptions struct {
+// Options say which cells the matrix has and how its runs are made.
+type Options struct {
 	Registry  *lockimpl.Registry // nil: lockimpl.Builtin()
 	Impls     []string           // default: every registered implementation, in registry order
 	Scenarios []string           // default: every catalog scenario, baseline first
@@ -59,10 +63,10 @@ type MatrixOptions struct {
 	Command      string
 	CheckTimeout time.Duration // per property; 0: linearizability's default
 	// Progress, when set, is called after each run, one call at a time.
-	Progress func(MatrixEvent)
+	Progress func(Event)
 }
 
-// OptionError is a bad MatrixOptions field (Option is "impls", "scenarios", "fencings",
+// OptionError is a bad Options field (Option is "impls", "scenarios", "fencings",
 // "repeat", "nodes", "parallel" or "out"), so that a CLI can name its flag.
 type OptionError struct {
 	Option string
@@ -72,8 +76,8 @@ type OptionError struct {
 func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
 func (e *OptionError) Unwrap() error { return e.Err }
 
-// MatrixEvent is one finished run, for progress reports.
-type MatrixEvent struct {
+// Event is one finished run, for progress reports.
+type Event struct {
 	Scenario, Impl, Fencing string
 	Run, Repeat             int    // run index in the cell, and runs per cell
 	Done, Total             int    // runs finished so far, runs in the whole matrix
@@ -82,7 +86,7 @@ type MatrixEvent struct {
 	Err                     error // the run failed to run
 }
 
-func (e MatrixEvent) String() string {
+func (e Event) String() string {
 	s := fmt.Sprintf("[%d/%d] %s × %s × fencing %s, run %d/%d: %s (%s)",
 		e.Done, e.Total, e.Scenario, e.Impl, e.Fencing, e.Run+1, e.Repeat, e.Summary, e.Elapsed.Round(100*time.Millisecond))
 	if e.Err != nil {
@@ -91,18 +95,18 @@ func (e MatrixEvent) String() string {
 	return s
 }
 
-// MatrixResult is the whole matrix, as written to matrix.json. Paths are relative to the
+// Result is the whole matrix, as written to matrix.json. Paths are relative to the
 // matrix's directory, with forward slashes.
-type MatrixResult struct {
-	Meta      MatrixMeta       `json:"meta"`
-	Impls     []MatrixImpl     `json:"impls"`
-	Scenarios []MatrixScenario `json:"scenarios"`
-	Fencings  []string         `json:"fencings"`
-	Cells     []Cell           `json:"cells"` // fencing-major, then scenario, then implementation
+type Result struct {
+	Meta      Meta       `json:"meta"`
+	Impls     []Impl     `json:"impls"`
+	Scenarios []Scenario `json:"scenarios"`
+	Fencings  []string   `json:"fencings"`
+	Cells     []Cell     `json:"cells"` // fencing-major, then scenario, then implementation
 }
 
-// MatrixMeta is how and when the matrix was produced.
-type MatrixMeta struct {
+// Meta is how and when the matrix was produced.
+type Meta struct {
 	Command      string `json:"command"`
 	Date         string `json:"date"`     // start, UTC, RFC 3339
 	Finished     string `json:"finished"` // end, UTC, RFC 3339
@@ -117,8 +121,8 @@ type MatrixMeta struct {
 	Errors       int    `json:"errors"`   // runs that failed to run
 }
 
-// MatrixImpl is one column: an implementation and where its fences come from.
-type MatrixImpl struct {
+// Impl is one column: an implementation and where its fences come from.
+type Impl struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	Topology    string `json:"topology"`
@@ -127,8 +131,8 @@ type MatrixImpl struct {
 	FenceSource string `json:"fence_source"` // FenceSourceLock or FenceSourceNone
 }
 
-// MatrixScenario is one row.
-type MatrixScenario struct {
+// Scenario is one row.
+type Scenario struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	Topology    string `json:"topology"`
@@ -180,36 +184,36 @@ func FenceSource(impl lockimpl.Impl) string {
 	return FenceSourceNone
 }
 
-// Matrix runs every implementation × scenario × fencing mode of opts Repeat times and
-// writes matrix.json, matrix.md and matrix.html to opts.Out, with each run's directory
+// Run runs every implementation × scenario × fencing mode of opts Repeat times and
+// writes matrix.json to opts.Out, with each run's directory
 // under runs/<scenario>/<impl>/<fencing>/<index>. A run that fails to run is counted as
 // an error in its cell; it does not stop the matrix. When ctx is cancelled the runs under
 // way are abandoned, what finished is written (marked incomplete) and the error says so.
-func Matrix(ctx context.Context, opts MatrixOptions) (MatrixResult, error) {
+func Run(ctx context.Context, opts Options) (Result, error) {
 	start := time.Now()
 	opts, scenarios, impls, err := opts.resolve()
 	if err != nil {
-		return MatrixResult{}, err
+		return Result{}, err
 	}
-	res := MatrixResult{
-		Meta: MatrixMeta{
+	res := Result{
+		Meta: Meta{
 			Command: opts.Command, Date: start.UTC().Format(time.RFC3339), Repeat: opts.Repeat,
 			Nodes: opts.Nodes, Parallel: opts.Parallel, GoVersion: runtime.Version(), RedisVersion: redisVersion(),
 		},
 		Fencings: opts.Fencings,
 	}
 	for _, i := range impls {
-		res.Impls = append(res.Impls, MatrixImpl{Name: i.Name, Description: i.Description, Topology: i.Topology,
+		res.Impls = append(res.Impls, Impl{Name: i.Name, Description: i.Description, Topology: i.Topology,
 			Mutant: i.Mutant, Bug: i.Bug, FenceSource: FenceSource(i)})
 	}
 	for _, s := range scenarios {
-		res.Scenarios = append(res.Scenarios, MatrixScenario{Name: s.Name, Description: s.Description,
+		res.Scenarios = append(res.Scenarios, Scenario{Name: s.Name, Description: s.Description,
 			Topology: s.Topology, Faults: len(s.Faults)})
 	}
 
 	type job struct {
 		cell, run int
-		plan      Plan
+		plan      plan.Plan
 		dir       string
 	}
 	var jobs []job
@@ -254,7 +258,7 @@ func Matrix(ctx context.Context, opts MatrixOptions) (MatrixResult, error) {
 				done++
 				if opts.Progress != nil {
 					c := res.Cells[j.cell]
-					ev := MatrixEvent{Scenario: c.Scenario, Impl: c.Impl, Fencing: c.Fencing, Run: j.run, Repeat: opts.Repeat,
+					ev := Event{Scenario: c.Scenario, Impl: c.Impl, Fencing: c.Fencing, Run: j.run, Repeat: opts.Repeat,
 						Done: done, Total: len(jobs), Summary: summarize([]CellRun{cr}), Elapsed: cr.Elapsed}
 					if cr.Error != "" {
 						ev.Err = errors.New(cr.Error)
@@ -288,7 +292,7 @@ feed:
 	}
 	res.Meta.Complete = res.Meta.Runs == res.Meta.Planned // a cancellation after the last run took nothing away
 	res.Meta.Finished = time.Now().UTC().Format(time.RFC3339)
-	if err := WriteMatrix(opts.Out, res); err != nil {
+	if err := Write(opts.Out, res); err != nil {
 		return res, err
 	}
 	if !res.Meta.Complete {
@@ -300,7 +304,7 @@ feed:
 
 // resolve fills in defaults, checks every option and loads the scenarios and
 // implementations in matrix order.
-func (o MatrixOptions) resolve() (MatrixOptions, []Plan, []lockimpl.Impl, error) {
+func (o Options) resolve() (Options, []plan.Plan, []lockimpl.Impl, error) {
 	if o.Registry == nil {
 		o.Registry = lockimpl.Builtin()
 	}
@@ -317,7 +321,7 @@ func (o MatrixOptions) resolve() (MatrixOptions, []Plan, []lockimpl.Impl, error)
 		o.Fencings = []string{string(workload.FencingOff), string(workload.FencingFull)}
 	}
 	if o.Command == "" {
-		o.Command = "campaign.Matrix"
+		o.Command = "matrix.Run"
 	}
 	bad := func(opt, format string, args ...any) error {
 		return &OptionError{Option: opt, Err: fmt.Errorf(format, args...)}
@@ -341,12 +345,12 @@ func (o MatrixOptions) resolve() (MatrixOptions, []Plan, []lockimpl.Impl, error)
 		return o, nil, nil, bad("fencings", "%q given twice", dup)
 	}
 
-	catalog, err := Scenarios(o.Registry)
+	catalog, err := plan.Scenarios(o.Registry)
 	if err != nil {
 		return o, nil, nil, err
 	}
 	// The fault-free baseline first: it is the control row the others are read against.
-	slices.SortStableFunc(catalog, func(a, b Plan) int {
+	slices.SortStableFunc(catalog, func(a, b plan.Plan) int {
 		switch {
 		case a.Name == BaselineScenario && b.Name != BaselineScenario:
 			return -1
@@ -355,7 +359,7 @@ func (o MatrixOptions) resolve() (MatrixOptions, []Plan, []lockimpl.Impl, error)
 		}
 		return 0
 	})
-	var scenarios []Plan
+	var scenarios []plan.Plan
 	if len(o.Scenarios) == 0 {
 		scenarios = catalog
 	} else {
@@ -363,7 +367,7 @@ func (o MatrixOptions) resolve() (MatrixOptions, []Plan, []lockimpl.Impl, error)
 			return o, nil, nil, bad("scenarios", "%q given twice", dup)
 		}
 		for _, name := range o.Scenarios {
-			k := slices.IndexFunc(catalog, func(p Plan) bool { return p.Name == name })
+			k := slices.IndexFunc(catalog, func(p plan.Plan) bool { return p.Name == name })
 			if k < 0 {
 				names := make([]string, len(catalog))
 				for i, p := range catalog {
@@ -410,12 +414,12 @@ func firstDuplicate(names []string) string {
 // servers; any other topology mismatch, and a plan that does not validate for the
 // implementation (e.g. a fault at a step it does not have), make the cell n/a with the
 // reason. A fencing mode other than off for an implementation without fences is CellNoFencing.
-func PlanCell(reg *lockimpl.Registry, s Plan, impl lockimpl.Impl, fencing string, nodes int) (Cell, Plan) {
+func PlanCell(reg *lockimpl.Registry, s plan.Plan, impl lockimpl.Impl, fencing string, nodes int) (Cell, plan.Plan) {
 	c := Cell{Scenario: s.Name, Impl: impl.Name, Fencing: fencing, Status: CellPlanned}
 	if fencing != string(workload.FencingOff) && !impl.Fencing {
 		c.Status = CellNoFencing
 		c.Reason = fmt.Sprintf("%s grants no fencing token (fence source none): fencing %s cannot be tried", impl.Name, fencing)
-		return c, Plan{}
+		return c, plan.Plan{}
 	}
 	p := s
 	p.Impl, p.Fencing = impl.Name, fencing
@@ -423,7 +427,7 @@ func PlanCell(reg *lockimpl.Registry, s Plan, impl lockimpl.Impl, fencing string
 	topo, err := cluster.ParseTopology(s.Topology)
 	if err != nil { // the catalog validated it
 		c.Status, c.Reason = CellNA, err.Error()
-		return c, Plan{}
+		return c, plan.Plan{}
 	}
 	switch {
 	case impl.RunsOn(topo.Kind):
@@ -436,20 +440,20 @@ func PlanCell(reg *lockimpl.Registry, s Plan, impl lockimpl.Impl, fencing string
 	default:
 		c.Status = CellNA
 		c.Reason = fmt.Sprintf("needs a %s topology; the scenario runs on %s", impl.Topology, topo)
-		return c, Plan{}
+		return c, plan.Plan{}
 	}
 	if point := missingPoint(p, impl); point != "" {
 		c.Status = CellNA
 		c.Reason = fmt.Sprintf("the scenario's fault strikes at step %s, which this implementation never reaches", point)
-		return c, Plan{}
+		return c, plan.Plan{}
 	}
 	if err := p.Validate(reg); err != nil {
 		c.Status, c.Reason = CellNA, err.Error()
-		var fe *FieldError
+		var fe *plan.FieldError
 		if errors.As(err, &fe) {
 			c.Reason = fe.Field + ": " + fe.Reason // the source is this cell's plan, not a file
 		}
-		return c, Plan{}
+		return c, plan.Plan{}
 	}
 	c.Topology = p.Topology
 	return c, p
@@ -459,13 +463,16 @@ func PlanCell(reg *lockimpl.Registry, s Plan, impl lockimpl.Impl, fencing string
 // that impl's clients never reach, or "". Validate says the same naming the
 // implementation; this reason is the same for every implementation, so that the notes of
 // the matrix can group the cells it applies to.
-func missingPoint(p Plan, impl lockimpl.Impl) string {
+func missingPoint(p plan.Plan, impl lockimpl.Impl) string {
 	points := append(workload.Points(), impl.Steps...)
 	for _, f := range p.Faults {
 		if f.Point != "" && !slices.Contains(points, f.Point) {
 			return f.Point
 		}
-		if _, point, ok := strings.Cut(f.Trigger, "@"); ok && point != "" && !slices.Contains(points, point) {
+		if f.Trigger == "" {
+			continue
+		}
+		if _, point, err := faults.ParseTrigger(f.Trigger, -1); err == nil && !slices.Contains(points, point) {
 			return point
 		}
 	}
@@ -474,7 +481,7 @@ func missingPoint(p Plan, impl lockimpl.Impl) string {
 
 // lockTargets are the fault targets of faults that name a lock server (lock-0, or a link
 // to or from one), which on N independent nodes strike only that one.
-func lockTargets(fs []FaultSpec) []string {
+func lockTargets(fs []plan.FaultSpec) []string {
 	var out []string
 	for _, f := range fs {
 		if strings.Contains(f.Target, "lock-") && !slices.Contains(out, f.Target) {
@@ -486,18 +493,22 @@ func lockTargets(fs []FaultSpec) []string {
 
 // runCell makes one run of a cell into its directory (relative to opts.Out). ok is false
 // when ctx was cancelled: an interrupted run is no result.
-func runCell(ctx context.Context, p Plan, index int, dir string, opts MatrixOptions) (cr CellRun, ok bool) {
+func runCell(ctx context.Context, p plan.Plan, index int, dir string, opts Options) (cr CellRun, ok bool) {
 	if ctx.Err() != nil {
 		return CellRun{}, false
 	}
 	full := filepath.Join(opts.Out, filepath.FromSlash(dir))
-	cr = CellRun{Index: index, Seed: p.Seed, Dir: dir, Link: relPath(dir, HTMLFile)}
+	cr = CellRun{Index: index, Seed: p.Seed, Dir: dir, Link: relPath(dir, runner.HTMLFile)}
 	// A directory left by an earlier matrix would mix its files with this run's.
 	if err := os.RemoveAll(full); err != nil {
 		return failedRun(cr, full, err), true
 	}
 	start := time.Now()
-	rep, err := Run(ctx, p, Options{Registry: opts.Registry, Dir: full, CheckTimeout: opts.CheckTimeout})
+	r, err := p.Resolve(opts.Registry)
+	if err != nil { // PlanCell validated this plan but for its seed: not expected
+		return failedRun(cr, full, err), true
+	}
+	rep, err := runner.Run(ctx, r, runner.Options{Dir: full, CheckTimeout: opts.CheckTimeout})
 	cr.Elapsed = time.Since(start)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -622,6 +633,9 @@ func (c Cell) Class() string {
 	return runsClass(c.Runs)
 }
 
+// Class is the run's kind for colouring, as Cell.Class.
+func (r CellRun) Class() string { return runsClass([]CellRun{r}) }
+
 func runsClass(runs []CellRun) string {
 	class := "ok"
 	for _, r := range runs {
@@ -656,7 +670,7 @@ func (c Cell) Link() string {
 }
 
 // Cell finds the cell of (scenario, impl, fencing).
-func (m MatrixResult) Cell(scenario, impl, fencing string) (Cell, bool) {
+func (m Result) Cell(scenario, impl, fencing string) (Cell, bool) {
 	for _, c := range m.Cells {
 		if c.Scenario == scenario && c.Impl == impl && c.Fencing == fencing {
 			return c, true
@@ -688,4 +702,21 @@ func redisVersion() string {
 		}
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// Write writes m as matrix.json into dir (report renders matrix.md and matrix.html).
+func Write(dir string, m Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create matrix directory: %w", err)
+	}
+	return jsonfile.Write(filepath.Join(dir, JSONFile), m)
+}
+
+// Load reads the matrix.json written by Write from dir.
+func Load(dir string) (Result, error) {
+	var m Result
+	if err := jsonfile.Read(filepath.Join(dir, JSONFile), &m); err != nil {
+		return m, fmt.Errorf("load matrix: %w", err)
+	}
+	return m, nil
 }

@@ -1,8 +1,7 @@
-package campaign
+package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"os"
@@ -11,41 +10,27 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/matrix"
 )
 
-// WriteMatrix writes matrix.json, matrix.md and matrix.html into dir.
-func WriteMatrix(dir string, m MatrixResult) error {
+// WriteMatrix writes matrix.md and matrix.html into dir, beside the matrix.json that
+// matrix.Run wrote.
+func WriteMatrix(dir string, m matrix.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create matrix directory: %w", err)
 	}
-	if err := writeJSON(filepath.Join(dir, MatrixJSON), m); err != nil {
-		return err
+	md := "# Verdict matrix\n\n" + MatrixMarkdown(m, "")
+	if err := os.WriteFile(filepath.Join(dir, matrix.MarkdownFile), []byte(md), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", matrix.MarkdownFile, err)
 	}
-	md := "# Verdict matrix\n\n" + m.Markdown("")
-	if err := os.WriteFile(filepath.Join(dir, MatrixMD), []byte(md), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", MatrixMD, err)
-	}
-	page, err := m.HTML()
+	page, err := MatrixHTML(m)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, MatrixHTML), page, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", MatrixHTML, err)
+	if err := os.WriteFile(filepath.Join(dir, matrix.HTMLFile), page, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", matrix.HTMLFile, err)
 	}
 	return nil
-}
-
-// LoadMatrix reads a matrix.json written by WriteMatrix from dir.
-func LoadMatrix(dir string) (MatrixResult, error) {
-	var m MatrixResult
-	data, err := os.ReadFile(filepath.Join(dir, MatrixJSON))
-	if err != nil {
-		return m, fmt.Errorf("load matrix: %w", err)
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return m, fmt.Errorf("load matrix %s: %w", filepath.Join(dir, MatrixJSON), err)
-	}
-	return m, nil
 }
 
 // matrixLegend explains the cells; Markdown and HTML share it.
@@ -63,7 +48,7 @@ var matrixLegend = []string{
 // matrixView is the matrix laid out for rendering: tables, cells and numbered notes.
 type matrixView struct {
 	Title  string
-	Meta   MatrixMeta
+	Meta   matrix.Meta
 	Intro  string
 	Tables []tableView
 	Notes  []noteView
@@ -104,11 +89,11 @@ type noteView struct {
 
 // view lays the matrix out with links prefixed by prefix (a path from where the document
 // is to the matrix directory, "" when it is in it).
-func (m MatrixResult) view(prefix string) matrixView {
+func matrixViewOf(m matrix.Result, prefix string) matrixView {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	v := matrixView{Title: "Verdict matrix", Meta: m.Meta, Intro: m.intro(), Legend: matrixLegend}
+	v := matrixView{Title: "Verdict matrix", Meta: m.Meta, Intro: matrixIntro(m), Legend: matrixLegend}
 	notes := map[string]int{}
 	note := func(text, where string) string {
 		k, ok := notes[text]
@@ -142,13 +127,13 @@ func (m MatrixResult) view(prefix string) matrixView {
 				}
 				var sups []string
 				switch {
-				case c.Status == CellNA:
+				case c.Status == matrix.CellNA:
 					sups = append(sups, note("n/a: "+c.Reason, where))
 				case c.Note != "":
 					sups = append(sups, note(c.Note, where))
 				}
 				for _, r := range c.Runs {
-					rv := runView{Label: fmt.Sprint(r.Index), Link: prefix + r.Link, Class: runsClass([]CellRun{r}), Title: runTitle(r)}
+					rv := runView{Label: fmt.Sprint(r.Index), Link: prefix + r.Link, Class: r.Class(), Title: runTitle(r)}
 					cv.Runs = append(cv.Runs, rv)
 					if r.Error != "" {
 						sups = append(sups, note(fmt.Sprintf("run %d failed to run: %s", r.Index, r.Error), where))
@@ -165,7 +150,7 @@ func (m MatrixResult) view(prefix string) matrixView {
 }
 
 // intro is the line that says what produced the matrix.
-func (m MatrixResult) intro() string {
+func matrixIntro(m matrix.Result) string {
 	runs := "runs"
 	if m.Meta.Repeat == 1 {
 		runs = "run"
@@ -185,7 +170,7 @@ func (m MatrixResult) intro() string {
 	return s
 }
 
-func runTitle(r CellRun) string {
+func runTitle(r matrix.CellRun) string {
 	if r.Error != "" {
 		return fmt.Sprintf("run %d (seed %d): failed to run: %s", r.Index, r.Seed, r.Error)
 	}
@@ -196,12 +181,12 @@ func runTitle(r CellRun) string {
 	return fmt.Sprintf("run %d (seed %d): %s", r.Index, r.Seed, strings.Join(parts, ", "))
 }
 
-// Markdown is the matrix as Markdown without a title: the line saying what produced it,
+// MatrixMarkdown is the matrix as Markdown without a title: the line saying what produced it,
 // one table per fencing mode (rows: scenarios, columns: implementations), the notes and
 // the legend. Links are prefixed by prefix, the path from the document's directory to the
 // matrix's ("" for a document in it).
-func (m MatrixResult) Markdown(prefix string) string {
-	v := m.view(prefix)
+func MatrixMarkdown(m matrix.Result, prefix string) string {
+	v := matrixViewOf(m, prefix)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", v.Intro)
 	for _, t := range v.Tables {
@@ -262,11 +247,11 @@ func superscript(n int) string {
 	return b.String()
 }
 
-// HTML is the matrix as a self-contained page: coloured cells, every run linked.
-func (m MatrixResult) HTML() ([]byte, error) {
+// MatrixHTML is the matrix as a self-contained page: coloured cells, every run linked.
+func MatrixHTML(m matrix.Result) ([]byte, error) {
 	var b bytes.Buffer
-	if err := matrixPage.Execute(&b, m.view("")); err != nil {
-		return nil, fmt.Errorf("render %s: %w", MatrixHTML, err)
+	if err := matrixPage.Execute(&b, matrixViewOf(m, "")); err != nil {
+		return nil, fmt.Errorf("render %s: %w", matrix.HTMLFile, err)
 	}
 	return b.Bytes(), nil
 }

@@ -1,10 +1,9 @@
-package campaign
+package runner
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,8 +13,10 @@ import (
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -27,9 +28,17 @@ const (
 	LogsDir    = "logs"
 )
 
+// InterruptedCheckTimeout bounds the checker per property on the history of an
+// interrupted run: whoever pressed Ctrl-C wants the evidence now, and an undecided
+// property is reported as unknown, never as held.
+const InterruptedCheckTimeout = 5 * time.Second
+
+// ErrInterrupted is what Run returns, wrapped with the cause, when its context ended
+// before the plan did. The history recorded so far is saved and checked all the same.
+var ErrInterrupted = errors.New("run interrupted")
+
 // Options are how a plan is run, as opposed to what it runs.
 type Options struct {
-	Registry     *lockimpl.Registry
 	Backend      cluster.Backend // nil: a process backend of its own, closed after the run
 	Dir          string          // run directory to write; "" writes nothing
 	CheckTimeout time.Duration   // per property; 0: linearizability's default
@@ -41,27 +50,25 @@ type Options struct {
 
 // Report is what one run produced.
 type Report struct {
-	Plan     Plan                   `json:"plan"`
+	Plan     plan.Plan              `json:"plan"`
 	Dir      string                 `json:"dir,omitempty"`
 	Result   linearizability.Result `json:"result"`
 	Ops      int                    `json:"ops"`
 	Faults   int                    `json:"faults"`
 	RunTime  time.Duration          `json:"run_time"`
 	Warnings []string               `json:"warnings,omitempty"`
+	// Interrupted: the run's context ended before the plan did; Result checks the
+	// history recorded until then.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// Run runs a plan on real servers, checks the history and, with opts.Dir, writes the run
-// directory (plan, history, faults, result, HTML, server logs). Servers and faults are
-// always stopped and healed before it returns, also when ctx is cancelled.
-func Run(ctx context.Context, p Plan, opts Options) (rep Report, err error) {
-	if opts.Registry == nil {
-		opts.Registry = lockimpl.Builtin()
-	}
-	if err := p.Validate(opts.Registry); err != nil {
-		return Report{}, err
-	}
-	impl, _ := opts.Registry.Get(p.Impl) // Validate found it
-	topo, _ := cluster.ParseTopology(p.Topology)
+// Run runs a resolved plan on real servers, checks the history and, with opts.Dir,
+// writes the run directory (plan, history, faults, result, HTML, server logs). Servers
+// and faults are always stopped and healed before it returns. When ctx ends first, the
+// history recorded so far is saved and checked like a whole one, the report says
+// Interrupted, and the error wraps ErrInterrupted.
+func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err error) {
+	p := r.Plan
 	rep = Report{Plan: p, Dir: opts.Dir}
 	if opts.Dir != "" {
 		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
@@ -74,18 +81,18 @@ func Run(ctx context.Context, p Plan, opts Options) (rep Report, err error) {
 
 	backend := opts.Backend
 	if backend == nil {
-		pb, err := cluster.NewProcessBackend(cluster.ProcessOptions{})
-		if err != nil {
-			return rep, err
+		pb, perr := cluster.NewProcessBackend(cluster.ProcessOptions{})
+		if perr != nil {
+			return rep, perr
 		}
 		defer closeInto(&err, pb.Close)
 		backend = pb
 	}
-	cl, err := cluster.Start(ctx, backend, topo, cluster.Options{
-		Persistence: cluster.Persistence(p.Persistence), ServerClock: p.ServerClock,
+	cl, err := cluster.Start(ctx, backend, r.Topology, cluster.Options{
+		Persistence: r.Persistence, ServerClock: p.ServerClock,
 	})
 	if err != nil {
-		return rep, fmt.Errorf("start %s topology: %w", topo, err)
+		return rep, fmt.Errorf("start %s topology: %w", r.Topology, err)
 	}
 	defer closeInto(&err, cl.Close)
 	if opts.Dir != "" {
@@ -97,14 +104,21 @@ func Run(ctx context.Context, p Plan, opts Options) (rep Report, err error) {
 		}()
 	}
 
-	h, err := execute(ctx, p, impl, cl, opts)
+	h, err := execute(ctx, r, cl, opts)
 	if err != nil {
 		return rep, err
 	}
+	rep.Interrupted = ctx.Err() != nil
 	rep.Ops, rep.Faults = len(h.Ops), len(h.Faults)
 	rep.RunTime = time.Duration(lastReturn(h))
 
 	copts := linearizability.Options{Timeout: opts.CheckTimeout}
+	if rep.Interrupted {
+		copts.Timeout = InterruptedCheckTimeout
+		if opts.CheckTimeout > 0 {
+			copts.Timeout = min(opts.CheckTimeout, InterruptedCheckTimeout)
+		}
+	}
 	if opts.Dir != "" {
 		if err := histories.Save(opts.Dir, h); err != nil {
 			return rep, err
@@ -116,16 +130,22 @@ func Run(ctx context.Context, p Plan, opts Options) (rep Report, err error) {
 		return rep, fmt.Errorf("check: %w", err)
 	}
 	if opts.Dir != "" {
-		if err := writeJSON(filepath.Join(opts.Dir, ResultFile), rep); err != nil {
+		if err := jsonfile.Write(filepath.Join(opts.Dir, ResultFile), rep); err != nil {
 			return rep, err
 		}
+	}
+	if rep.Interrupted {
+		return rep, fmt.Errorf("%w after %s (partial history saved and checked): %w",
+			ErrInterrupted, rep.RunTime.Round(time.Millisecond), context.Cause(ctx))
 	}
 	return rep, nil
 }
 
-// execute runs the clients and the fault schedule and returns the recorded history.
-func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluster, opts Options) (histories.History, error) {
-	rec := histories.NewRecorder(histories.Meta{Fencing: p.Fencing, TTL: p.TTL.D(), Impl: p.Impl, Seed: p.Seed})
+// execute runs the clients and the fault schedule and returns the recorded history: the
+// whole of it, or what was recorded until ctx ended.
+func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Options) (histories.History, error) {
+	p := r.Plan
+	rec := histories.NewRecorder(histories.Meta{Fencing: string(r.Fencing), TTL: p.TTL.D(), Impl: r.Impl.Name, Seed: p.Seed})
 	env := faults.NewEnv(cl, rec, p.Clients)
 	env.AllowDestructive = opts.AllowDestructive
 	gates := env.Gates
@@ -136,8 +156,8 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 	}
 	// The hard deadline leaves room for the longest fault to end and clients to finish.
 	hard := p.Duration.D() + grace
-	for _, f := range p.Faults {
-		hard = max(hard, f.At.D()+f.Duration.D()+grace)
+	for _, f := range r.Faults {
+		hard = max(hard, f.Spec.At+f.Spec.Duration+grace)
 	}
 	runCtx, cancel := context.WithTimeout(ctx, hard)
 	defer cancel()
@@ -153,7 +173,7 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 	lockers := make([]lockimpl.Locker, p.Clients)
 	wcfg := workload.Config{
 		Clients: p.Clients, Keys: p.Keys, TTL: p.TTL.D(), Work: p.Work.D(), Think: p.Think.D(),
-		Retry: p.Retry.D(), Fencing: workload.Fencing(p.Fencing), Careless: p.Careless,
+		Retry: p.Retry.D(), Fencing: r.Fencing, Careless: p.Careless,
 		Extend:  p.Extend,
 		Timeout: p.Timeout.D(), Seed: p.Seed, Namespace: namespace(), StoreAddr: func(client int) string { return eps[client].Store }, Rec: rec,
 		Hook: gates.Reach, Clock: env.ClientClock,
@@ -173,7 +193,7 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 	}
 	for i := range lockers {
 		ep, client := eps[i], i
-		l, err := impl.New(lockimpl.Config{
+		l, err := r.Impl.New(lockimpl.Config{
 			Addrs:     ep.Lock,
 			Sentinels: ep.Sentinels,
 			Master:    ep.Master,
@@ -190,7 +210,7 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 		}
 		lockers[i] = l
 	}
-	sched, err := faults.Start(runCtx, env, p.FaultSpecs())
+	sched, err := faults.Start(runCtx, env, r.Faults)
 	if err != nil {
 		closeLockers()
 		return histories.History{}, err
@@ -204,11 +224,16 @@ func execute(ctx context.Context, p Plan, impl lockimpl.Impl, cl *cluster.Cluste
 	if herr == nil {
 		herr = faults.VerifyHealed(context.Background(), env)
 	}
+	if ctx.Err() != nil {
+		// Interrupted: clients were stopped where they stood, and errors that follow from
+		// that are no findings. The servers are still up, so the history holds.
+		if herr != nil {
+			return histories.History{}, fmt.Errorf("interrupted, and faults did not heal: %w", herr)
+		}
+		return rec.History(), nil
+	}
 	if err := errors.Join(werr, herr); err != nil {
 		return histories.History{}, err
-	}
-	if ctx.Err() != nil {
-		return histories.History{}, fmt.Errorf("run interrupted: %w", ctx.Err())
 	}
 	return rec.History(), nil
 }
@@ -227,17 +252,6 @@ func closeInto(err *error, closeFn func() error) {
 	if cerr := closeFn(); cerr != nil && *err == nil {
 		*err = cerr
 	}
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // namespace is a fresh key prefix for one run: runs against the same (external) servers

@@ -1,10 +1,11 @@
-package campaign
+package runner
 
 import (
 	"testing"
 	"time"
 
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/plan"
 )
 
 // Scenarios whose fault strikes a Redis server: its process (pause, crash and restart) or
@@ -13,7 +14,7 @@ import (
 
 type serverCase struct {
 	name string
-	edit func(*Plan)
+	edit func(*plan.Plan)
 	want verdicts
 }
 
@@ -30,12 +31,12 @@ func runServerCases(t *testing.T, scenarioName string, cases []serverCase) {
 }
 
 // withFencing is the plan under another fencing mode.
-func withFencing(mode string) func(*Plan) { return func(p *Plan) { p.Fencing = mode } }
+func withFencing(mode string) func(*plan.Plan) { return func(p *plan.Plan) { p.Fencing = mode } }
 
 // withEmulatedClock is the plan with its clock faults emulated by TTL shaving, on lock servers
 // that keep their real clocks.
-func withEmulatedClock(mode string) func(*Plan) {
-	return func(p *Plan) {
+func withEmulatedClock(mode string) func(*plan.Plan) {
+	return func(p *plan.Plan) {
 		p.Fencing, p.ServerClock = mode, ""
 		for i := range p.Faults {
 			p.Faults[i].Mode = "emulated"
@@ -48,11 +49,11 @@ func TestServerPause(t *testing.T) {
 	// holder's 300 ms of work: the other client's next acquire queues first, then the
 	// holder's release, and when the server continues the lease has expired. The clients
 	// are careless (no validity check), so that the late grant is used, not given back.
-	lockServer := func(impl string) func(*Plan) {
-		return func(p *Plan) {
-			p.Impl, p.Work, p.Careless = impl, D(300*time.Millisecond), true
+	lockServer := func(impl string) func(*plan.Plan) {
+		return func(p *plan.Plan) {
+			p.Impl, p.Work, p.Careless = impl, plan.D(300*time.Millisecond), true
 			f := &p.Faults[0]
-			f.Target, f.Trigger, f.At, f.Duration = "lock-0", "any@acquire:granted", D(100*time.Millisecond), D(time.Second)
+			f.Target, f.Trigger, f.At, f.Duration = "lock-0", "any@acquire:granted", plan.D(100*time.Millisecond), plan.D(time.Second)
 		}
 	}
 	runServerCases(t, "server-pause", []serverCase{

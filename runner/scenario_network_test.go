@@ -1,9 +1,10 @@
-package campaign
+package runner
 
 import (
 	"testing"
 
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/plan"
 )
 
 // Scenarios whose fault is in the network (cluster.Net). Each is scripted with triggers,
@@ -26,7 +27,7 @@ func TestSlowWrite(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.impl+"/"+c.fencing, func(t *testing.T) {
 			t.Parallel()
-			rep := runPlan(t, nil, scenario(t, "slow-write", func(p *Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
+			rep := runPlan(t, nil, scenario(t, "slow-write", func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
 			assertVerdicts(t, rep, c.want)
 			assertFaultsFired(t, rep)
 		})
@@ -52,7 +53,7 @@ func TestSlowGrant(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.impl+"/"+c.fencing, func(t *testing.T) {
 			t.Parallel()
-			rep := runPlan(t, nil, scenario(t, "slow-grant", func(p *Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
+			rep := runPlan(t, nil, scenario(t, "slow-grant", func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
 			assertVerdicts(t, rep, c.want)
 			assertFaultsFired(t, rep)
 		})

@@ -1,4 +1,4 @@
-package campaign
+package runner
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/plan"
 )
 
 // failover-loss: the first grant exists only on a primary that dies before replicating
@@ -24,7 +25,7 @@ func TestFailoverLoss(t *testing.T) {
 		for _, fencing := range []string{"off", "full"} {
 			t.Run(name+"/"+fencing, func(t *testing.T) {
 				t.Parallel()
-				rep := runPlan(t, nil, scenario(t, name, func(p *Plan) { p.Fencing = fencing }))
+				rep := runPlan(t, nil, scenario(t, name, func(p *plan.Plan) { p.Fencing = fencing }))
 				assertVerdicts(t, rep, illegal)
 				assertFaultsFired(t, rep)
 				assertFailoverStruck(t, rep)

@@ -1,4 +1,4 @@
-package campaign
+package plan
 
 import (
 	"errors"
@@ -10,16 +10,16 @@ import (
 )
 
 func TestParsePlanDefaultsAndValues(t *testing.T) {
-	p, err := ParsePlan([]byte(`{"impl": "fenced", "ttl": "250ms", "fencing": "full",
+	p, err := Parse([]byte(`{"impl": "fenced", "ttl": "250ms", "fencing": "full",
   "faults": [{"kind": "client-pause", "at": "0s", "duration": "1s", "target": "client:1"}]}`), "p.json", lockimpl.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.TTL.D() != 250*time.Millisecond || p.Clients != DefaultPlan().Clients || len(p.Faults) != 1 || p.Faults[0].Duration.D() != time.Second {
+	if p.TTL.D() != 250*time.Millisecond || p.Clients != Default().Clients || len(p.Faults) != 1 || p.Faults[0].Duration.D() != time.Second {
 		t.Fatalf("plan = %+v", p)
 	}
 	// A plan survives its own serialisation.
-	again, err := ParsePlan(p.MarshalIndent(), "again", lockimpl.Builtin())
+	again, err := Parse(p.MarshalIndent(), "again", lockimpl.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestParsePlanErrorsNamePlace(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParsePlan([]byte(c.doc), "p.json", reg)
+			_, err := Parse([]byte(c.doc), "p.json", reg)
 			var fe *FieldError
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v, want a FieldError", err)
@@ -99,7 +99,7 @@ func FuzzParsePlan(f *testing.F) {
 	}
 	reg := lockimpl.Builtin()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ParsePlan(data, "fuzz", reg)
+		p, err := Parse(data, "fuzz", reg)
 		if err != nil {
 			var fe *FieldError
 			if !errors.As(err, &fe) || fe.Source != "fuzz" || fe.Reason == "" {

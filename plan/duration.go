@@ -1,4 +1,4 @@
-package campaign
+package plan
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package campaign
+package plan
 
 import (
 	"embed"
@@ -27,12 +27,12 @@ func Scenarios(reg *lockimpl.Registry) ([]Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read scenario %s: %w", name, err)
 		}
-		p, err := ParsePlan(data, "campaign/"+name, reg)
+		p, err := Parse(data, "plan/"+name, reg)
 		if err != nil {
 			return nil, err
 		}
 		if want := strings.TrimSuffix(e.Name(), ".json"); p.Name != want {
-			return nil, fmt.Errorf("campaign/%s: name %q differs from the file name", name, p.Name)
+			return nil, fmt.Errorf("plan/%s: name %q differs from the file name", name, p.Name)
 		}
 		plans = append(plans, p)
 	}

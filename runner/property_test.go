@@ -1,4 +1,4 @@
-package campaign
+package runner
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
 )
 
 // Each generated plan is a real run of about a second, so the property tests draw fewer
@@ -31,20 +32,20 @@ func TestMain(m *testing.M) {
 
 // planGen draws a fault-free plan for impl whose critical sections stay well inside the
 // lease: 2–8 clients, 1–4 keys, work at most a twentieth of the TTL.
-func planGen(impl string, fencings ...string) *rapid.Generator[Plan] {
-	return rapid.Custom(func(t *rapid.T) Plan {
-		p := DefaultPlan()
+func planGen(impl string, fencings ...string) *rapid.Generator[plan.Plan] {
+	return rapid.Custom(func(t *rapid.T) plan.Plan {
+		p := plan.Default()
 		p.Name = "property"
 		p.Impl = impl
 		p.Fencing = rapid.SampledFrom(fencings).Draw(t, "fencing")
 		p.Clients = rapid.IntRange(2, 8).Draw(t, "clients")
 		p.Keys = rapid.IntRange(1, 4).Draw(t, "keys")
 		ttl := time.Duration(rapid.IntRange(400, 1000).Draw(t, "ttl_ms")) * time.Millisecond
-		p.TTL = D(ttl)
-		p.Work = D(time.Duration(rapid.Int64Range(0, int64(ttl/20)).Draw(t, "work")))
-		p.Retry = D(time.Duration(rapid.IntRange(1, 10).Draw(t, "retry_ms")) * time.Millisecond)
-		p.Think = D(p.Retry.D() + time.Duration(rapid.IntRange(0, 10).Draw(t, "think_extra_ms"))*time.Millisecond)
-		p.Duration = D(time.Duration(rapid.IntRange(300, 800).Draw(t, "duration_ms")) * time.Millisecond)
+		p.TTL = plan.D(ttl)
+		p.Work = plan.D(time.Duration(rapid.Int64Range(0, int64(ttl/20)).Draw(t, "work")))
+		p.Retry = plan.D(time.Duration(rapid.IntRange(1, 10).Draw(t, "retry_ms")) * time.Millisecond)
+		p.Think = plan.D(p.Retry.D() + time.Duration(rapid.IntRange(0, 10).Draw(t, "think_extra_ms"))*time.Millisecond)
+		p.Duration = plan.D(time.Duration(rapid.IntRange(300, 800).Draw(t, "duration_ms")) * time.Millisecond)
 		p.Careless = rapid.Bool().Draw(t, "careless")
 		p.Extend = rapid.SampledFrom([]float64{0, 0.5, 1}).Draw(t, "extend")
 		p.Seed = rapid.Int64().Draw(t, "seed")
@@ -76,7 +77,7 @@ func TestCorrectLocksAreSafe(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
-				rep, h, err := runHistory(ctx, p, Options{Registry: reg, Backend: backend})
+				rep, h, err := runHistory(ctx, p, reg, Options{Backend: backend})
 				if err != nil {
 					rt.Fatalf("run: %v", err)
 				}
@@ -98,14 +99,18 @@ func TestCorrectLocksAreSafe(t *testing.T) {
 }
 
 // runHistory runs p and also returns its history, read back from the run directory.
-func runHistory(ctx context.Context, p Plan, opts Options) (Report, histories.History, error) {
+func runHistory(ctx context.Context, p plan.Plan, reg *lockimpl.Registry, opts Options) (Report, histories.History, error) {
+	r, err := p.Resolve(reg)
+	if err != nil {
+		return Report{}, histories.History{}, err
+	}
 	dir, err := os.MkdirTemp("", "locklab-property-")
 	if err != nil {
 		return Report{}, histories.History{}, err
 	}
 	defer os.RemoveAll(dir)
 	opts.Dir = dir
-	rep, err := Run(ctx, p, opts)
+	rep, err := Run(ctx, r, opts)
 	if err != nil {
 		return rep, histories.History{}, err
 	}

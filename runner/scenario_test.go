@@ -1,10 +1,11 @@
-package campaign
+package runner
 
 import (
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/plan"
 
 	lin "github.com/locklab/locklab/linearizability"
 )
@@ -28,7 +29,7 @@ func TestPausePastTTL(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.impl+"/"+c.fencing, func(t *testing.T) {
 			t.Parallel()
-			rep := runPlan(t, nil, scenario(t, "pause-past-ttl", func(p *Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
+			rep := runPlan(t, nil, scenario(t, "pause-past-ttl", func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
 			assertVerdicts(t, rep, c.want)
 			assertFaultsFired(t, rep)
 		})
@@ -43,7 +44,7 @@ func TestCheckThenSetIsCaught(t *testing.T) {
 
 func TestCheckThenSetSafeCounterpart(t *testing.T) {
 	t.Parallel()
-	rep := runPlan(t, nil, scenario(t, "check-then-set", func(p *Plan) { p.Impl = "setnx" }))
+	rep := runPlan(t, nil, scenario(t, "check-then-set", func(p *plan.Plan) { p.Impl = "setnx" }))
 	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK})
 	assertFaultsFired(t, rep)
 }
@@ -107,7 +108,7 @@ func lateReleaseHitAHolder(t *testing.T, rep Report) bool {
 func TestUnsafeReleaseSafeCounterpart(t *testing.T) {
 	t.Parallel()
 	// The same late release by the textbook lock's compare-and-delete harms nobody.
-	rep := runPlan(t, nil, scenario(t, "unsafe-release", func(p *Plan) { p.Impl = "setnx" }))
+	rep := runPlan(t, nil, scenario(t, "unsafe-release", func(p *plan.Plan) { p.Impl = "setnx" }))
 	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK})
 	assertFaultsFired(t, rep)
 }
@@ -122,7 +123,7 @@ func TestNoExpiryIsCaught(t *testing.T) {
 func TestNoExpirySafeCounterpart(t *testing.T) {
 	t.Parallel()
 	// The textbook lock crashing while it holds the lock: the lease expires, others go on.
-	rep := runPlan(t, nil, scenario(t, "no-expiry", func(p *Plan) {
+	rep := runPlan(t, nil, scenario(t, "no-expiry", func(p *plan.Plan) {
 		p.Impl, p.Faults[0].Point = "setnx", "acquire:granted"
 	}))
 	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK})
@@ -139,7 +140,7 @@ func TestTTLTooShort(t *testing.T) {
 	} {
 		t.Run(c.fencing, func(t *testing.T) {
 			t.Parallel()
-			rep := runPlan(t, nil, scenario(t, "ttl-too-short", func(p *Plan) { p.Fencing = c.fencing }))
+			rep := runPlan(t, nil, scenario(t, "ttl-too-short", func(p *plan.Plan) { p.Fencing = c.fencing }))
 			assertVerdicts(t, rep, c.want)
 		})
 	}
@@ -149,7 +150,7 @@ func TestTTLTooShortCarefulClient(t *testing.T) {
 	t.Parallel()
 	// The validity check makes the client give up instead of writing: beliefs still
 	// overlap (the belief lasts until the release call), but the data is safe.
-	rep := runPlan(t, nil, scenario(t, "ttl-too-short", func(p *Plan) { p.Careless = false }))
+	rep := runPlan(t, nil, scenario(t, "ttl-too-short", func(p *plan.Plan) { p.Careless = false }))
 	assertVerdicts(t, rep, verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.L1: lin.OK})
 }
 
@@ -166,7 +167,7 @@ func TestUnfencedRead(t *testing.T) {
 	} {
 		t.Run(c.fencing, func(t *testing.T) {
 			t.Parallel()
-			rep := runPlan(t, nil, scenario(t, "unfenced-read", func(p *Plan) { p.Fencing = c.fencing }))
+			rep := runPlan(t, nil, scenario(t, "unfenced-read", func(p *plan.Plan) { p.Fencing = c.fencing }))
 			assertVerdicts(t, rep, c.want)
 			assertFaultsFired(t, rep)
 		})

@@ -1,0 +1,162 @@
+package matrix
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
+)
+
+// fakeRegistry is the builtin registry (the catalog's scenarios name its locks) plus a
+// lock for independent nodes and one that needs a replicated topology. They never run.
+func fakeRegistry(t *testing.T) *lockimpl.Registry {
+	t.Helper()
+	reg := lockimpl.Builtin()
+	never := func(lockimpl.Config) (lockimpl.Locker, error) { return nil, errors.New("fake: not for running") }
+	for _, i := range []lockimpl.Impl{
+		{Name: "fake-nodes", Topology: "nodes", Steps: []string{lockimpl.StepGranted}, New: never},
+		{Name: "fake-replicated", Topology: "replicated", Fencing: true, Steps: []string{lockimpl.StepGranted}, New: never},
+	} {
+		if err := reg.Register(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
+}
+
+func TestPlanCell(t *testing.T) {
+	reg := fakeRegistry(t)
+	broken := scenarioIn(t, reg, "pause-past-ttl")
+	broken.Clients = 0
+	cases := []struct {
+		impl, scenario, fencing string
+		plan                    *plan.Plan // instead of the scenario
+		status                  string
+		topology                string // of the planned runs
+		text                    []string
+	}{
+		// A lock for independent nodes plays a single-server scenario on N of them; a
+		// fault on lock-0 then strikes one node of N, and the note says so.
+		{"fake-nodes", "restart-amnesia", "off", nil, CellPlanned, "nodes:7", []string{"ran on nodes:7", "lock-0 hit one node of 7"}},
+		{"fake-nodes", "slow-grant", "off", nil, CellPlanned, "nodes:7", []string{"client:1->lock-0 hit one node of 7"}},
+		{"fake-nodes", "pause-past-ttl", "off", nil, CellPlanned, "nodes:7", []string{"ran on nodes:7"}},
+		{"fake-nodes", "failover-loss", "off", nil, CellNA, "", []string{"needs a nodes topology", "replicated:3"}},
+		{"fake-replicated", "pause-past-ttl", "full", nil, CellNA, "", []string{"needs a replicated topology", "single"}},
+		{"fake-replicated", "failover-loss", "full", nil, CellPlanned, "replicated", nil},
+		// A single-instance lock follows the primary of a replicated topology.
+		{"setnx", "failover-loss", "off", nil, CellPlanned, "replicated", nil},
+		{"setnx", "pause-past-ttl", "full", nil, CellNoFencing, "", []string{"fence source none"}},
+		{"fenced", "no-expiry", "off", nil, CellNA, "", []string{"step acquire:after-setnx", "never reaches"}},
+		{"fenced", "clock-jump", "writes", nil, CellPlanned, "single", nil},
+		// Whatever else makes the plan invalid is n/a with the reason, never dropped.
+		{"fenced", "pause-past-ttl", "off", &broken, CellNA, "", []string{"clients: want 1 to 64, got 0"}},
+	}
+	for _, c := range cases {
+		t.Run(c.impl+"/"+c.scenario+"/"+c.fencing, func(t *testing.T) {
+			s := scenarioIn(t, reg, c.scenario)
+			if c.plan != nil {
+				s = *c.plan
+			}
+			impl, err := reg.Get(c.impl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cell, p := PlanCell(reg, s, impl, c.fencing, 7)
+			if cell.Status != c.status {
+				t.Fatalf("status %q (reason %q), want %q", cell.Status, cell.Reason, c.status)
+			}
+			for _, want := range c.text {
+				if !strings.Contains(cell.Reason+" | "+cell.Note, want) {
+					t.Errorf("reason %q, note %q: want %q", cell.Reason, cell.Note, want)
+				}
+			}
+			if c.status != CellPlanned {
+				if cell.Reason == "" {
+					t.Errorf("%s cell without a reason", c.status)
+				}
+				return
+			}
+			if !strings.HasPrefix(p.Topology, c.topology) || cell.Topology != p.Topology {
+				t.Errorf("topology %q (cell %q), want %q", p.Topology, cell.Topology, c.topology)
+			}
+			if p.Impl != c.impl || p.Fencing != c.fencing || p.Seed != s.Seed || !reflect.DeepEqual(p.Faults, s.Faults) {
+				t.Errorf("plan %+v: want the scenario with impl %s and fencing %s", p, c.impl, c.fencing)
+			}
+			if err := p.Validate(reg); err != nil {
+				t.Errorf("planned cell does not validate: %v", err)
+			}
+		})
+	}
+}
+
+func scenarioIn(t *testing.T, reg *lockimpl.Registry, name string) plan.Plan {
+	t.Helper()
+	p, err := plan.Scenario(name, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestMatrixOptions(t *testing.T) {
+	o, scenarios, impls, err := Options{Out: t.TempDir()}.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scenarios[0].Name != BaselineScenario || len(scenarios[0].Faults) != 0 {
+		t.Errorf("first scenario %q with %d faults, want the fault-free baseline", scenarios[0].Name, len(scenarios[0].Faults))
+	}
+	if len(impls) != len(lockimpl.Builtin().List()) || o.Repeat != 1 || o.Nodes != 5 || o.Parallel != 1 ||
+		!reflect.DeepEqual(o.Fencings, []string{"off", "full"}) {
+		t.Errorf("defaults: %d impls, %+v", len(impls), o)
+	}
+	for _, c := range []struct {
+		opts           Options
+		option, reason string
+	}{
+		{Options{Impls: []string{"setnx", "nope"}}, "impls", `unknown lock implementation "nope" (known: `},
+		{Options{Scenarios: []string{"nope"}}, "scenarios", `unknown scenario "nope" (known: baseline, `},
+		{Options{Fencings: []string{"sideways"}}, "fencings", `unknown fencing mode "sideways"`},
+		{Options{Fencings: []string{"off", "off"}}, "fencings", `"off" given twice`},
+		{Options{Repeat: -1}, "repeat", "at least 1"},
+		{Options{Nodes: -3}, "nodes", "at least 1"},
+		{Options{Parallel: -1}, "parallel", "at least 1"},
+	} {
+		c.opts.Out = t.TempDir()
+		_, err := Run(context.Background(), c.opts)
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Option != c.option || !strings.Contains(oe.Err.Error(), c.reason) {
+			t.Errorf("%+v: err %v, want an OptionError on %s saying %q", c.opts, err, c.option, c.reason)
+		}
+	}
+	if _, err := Run(context.Background(), Options{}); err == nil {
+		t.Error("a matrix without an output directory was accepted")
+	}
+}
+
+func TestCellSummary(t *testing.T) {
+	run := func(p1, p2 lin.Verdict) CellRun {
+		return CellRun{Verdict: lin.OK, Verdicts: map[lin.Property]lin.Verdict{lin.P1: p1, lin.P2: p2, lin.P3: lin.NA, lin.L1: lin.OK}}
+	}
+	cases := []struct {
+		cell Cell
+		want string
+	}{
+		{Cell{Status: CellPlanned, Runs: []CellRun{run(lin.OK, lin.OK), run(lin.OK, lin.NA)}}, "✓"},
+		{Cell{Status: CellPlanned, Runs: []CellRun{run(lin.Illegal, lin.OK), run(lin.Illegal, lin.Illegal), run(lin.Illegal, lin.Unknown)}}, "P1 3/3 · P2 1/3 ?1/3"},
+		{Cell{Status: CellPlanned, Runs: []CellRun{run(lin.OK, lin.Unknown), {Error: "boom"}}}, "P2 ?1/2 · err 1/2"},
+		{Cell{Status: CellPlanned}, "…"},
+		{Cell{Status: CellNA, Reason: "r"}, "—"},
+		{Cell{Status: CellNoFencing}, "none"},
+	}
+	for _, c := range cases {
+		if got := c.cell.Summary(); got != c.want {
+			t.Errorf("summary %q, want %q", got, c.want)
+		}
+	}
+}

@@ -1,0 +1,296 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/campaign"
+	lin "github.com/locklab/locklab/linearizability"
+)
+
+// CampaignMarkdown is the summary for people (and for a CI job summary).
+func CampaignMarkdown(s *campaign.Summary) string {
+	var b strings.Builder
+	title := "locklab campaign"
+	if s.Class != "" {
+		title += ": class " + s.Class
+	}
+	fmt.Fprintf(&b, "# %s\n\n", title)
+	fmt.Fprintf(&b, "Seed %d, shard %s: %d plans run (%d re-runs to confirm and shrink, %d errors) in %s, %.1f plans/minute per runner",
+		s.Seed, s.Shard, s.Runs, s.Reruns, s.Errors, s.Elapsed.D(), s.PlansPerMinute)
+	if s.Interrupted {
+		b.WriteString(", **interrupted**")
+	}
+	b.WriteString(".\n\n")
+	if s.Mixed {
+		b.WriteString("Space: several; each merged campaign's summary.md says which.\n\n")
+	} else {
+		fmt.Fprintf(&b, "Space: implementations %s; fault kinds %s; fencing %s; faults per plan up to %s%s.\n\n",
+			orAll(s.Space.Impls), orAll(s.Space.Faults), orAll(s.Space.Fencings), maxFaultsText(s.Space), calmText(s.Space))
+	}
+	verdict := "**PASS**"
+	if !s.OK() {
+		verdict = "**FAIL**"
+	}
+	fmt.Fprintf(&b, "%s: %d safe-configuration violations, %d findings", verdict, s.SafeViolations, s.Findings)
+	if s.Class != "" {
+		if s.Detected {
+			fmt.Fprintf(&b, "; class %s found", s.Class)
+		} else {
+			fmt.Fprintf(&b, "; class %s **not found**", s.Class)
+		}
+	}
+	b.WriteString(".\n\n| property | runs with a violation | first after | first run |\n|---|---|---|---|\n")
+	for _, prop := range lin.AllProperties() {
+		first := "–"
+		run := "–"
+		if f, ok := s.FirstViolation[prop]; ok {
+			first, run = f.After.D().String(), fmt.Sprintf("%d (%s)", f.Run, f.Plan)
+		}
+		fmt.Fprintf(&b, "| %s %s | %d | %s | %s |\n", prop, prop.Name(), s.Violations[prop], first, run)
+	}
+	if len(s.FirstDetection) > 0 {
+		b.WriteString("\n## Bug classes found\n\n| class | first after | runs by then | plan |\n|---|---|---|---|\n")
+		for _, c := range sortedKeys(s.FirstDetection) {
+			f := s.FirstDetection[c]
+			fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", c, f.After.D(), f.Runs, f.Plan)
+		}
+	}
+	failures := func(title string, safe bool) {
+		var fs []*campaign.Failure
+		for _, f := range s.Failures {
+			if (len(f.Safe) > 0) == safe {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n", title)
+		for _, f := range fs {
+			fmt.Fprintf(&b, "- run %d: %s %s fencing %s, faults %s: %s illegal", f.Run, f.Impl, f.Topology, f.Fencing, f.Faults, lin.JoinProperties(f.Illegal, ","))
+			if len(f.Rules) > 0 {
+				fmt.Fprintf(&b, " (expected by %s)", strings.Join(f.Rules, "; "))
+			}
+			if len(f.Classes) > 0 {
+				fmt.Fprintf(&b, ", class %s", strings.Join(f.Classes, ", "))
+			}
+			fmt.Fprintf(&b, " after %s. Run `%s`", f.After.D(), f.Dir)
+			if f.Confirms > 0 {
+				fmt.Fprintf(&b, "; %s reproduced %d/%d", f.Target, f.Reproduced, f.Confirms)
+			}
+			if f.Saved != "" {
+				fmt.Fprintf(&b, "; saved `%s` (%s)", f.Saved, f.SizeNote())
+			}
+			if f.Note != "" {
+				fmt.Fprintf(&b, "; %s", f.Note)
+			}
+			b.WriteString(".\n")
+			if f.Explanation != "" {
+				fmt.Fprintf(&b, "  %s\n", truncate(f.Explanation, 400))
+			}
+		}
+	}
+	failures("Safe-configuration violations", true)
+	failures("Findings", false)
+	b.WriteString("\n## Plans\n\n| implementation | plans |\n|---|---|\n")
+	for _, k := range sortedKeys(s.PlansPerImpl) {
+		fmt.Fprintf(&b, "| %s | %d |\n", k, s.PlansPerImpl[k])
+	}
+	b.WriteString("\n| fault kind | plans with it |\n|---|---|\n")
+	for _, k := range sortedKeys(s.PlansPerFault) {
+		fmt.Fprintf(&b, "| %s | %d |\n", k, s.PlansPerFault[k])
+	}
+	if len(s.RunErrors) > 0 {
+		fmt.Fprintf(&b, "\n## Errors (%d)\n\n", s.Errors)
+		for _, e := range s.RunErrors {
+			fmt.Fprintf(&b, "- run %d (`%s`): %s\n", e.Run, e.Plan, truncate(e.Error, 300))
+		}
+	}
+	if len(s.Shards) > 0 {
+		fmt.Fprintf(&b, "\nMerged from %s.\n", strings.Join(s.Shards, ", "))
+	}
+	return b.String()
+}
+
+func orAll(xs []string) string {
+	if len(xs) == 0 {
+		return "all"
+	}
+	return strings.Join(xs, ", ")
+}
+
+func maxFaultsText(s campaign.Space) string {
+	switch {
+	case s.MaxFaults < 0 || (len(s.Faults) == 1 && s.Faults[0] == campaign.NoFaults):
+		return "0"
+	case s.MaxFaults == 0:
+		return fmt.Sprint(campaign.DefaultMaxFaults)
+	}
+	return fmt.Sprint(s.MaxFaults)
+}
+
+func calmText(s campaign.Space) string {
+	if s.Calm {
+		return "; calm workloads only"
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// JUnit XML, as GitHub Actions, GitLab and Jenkins read it.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Classname string        `xml:"classname,attr"`
+	Name      string        `xml:"name,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+	SystemErr string        `xml:"system-err,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// CampaignJUnit renders the summary as JUnit XML: one test case per kind of plan (implementation,
+// topology, fencing, fault kinds). A safe-configuration violation is a failure; findings
+// are listed in the case's output; a kind of plan none of whose runs could run is an
+// error. A class search adds a case that fails when the class was not found.
+func CampaignJUnit(s *campaign.Summary) ([]byte, error) {
+	suite := junitSuite{
+		Name: fmt.Sprintf("locklab campaign seed %d shard %s", s.Seed, s.Shard), Time: seconds(s.Elapsed.D()),
+		Timestamp: s.Started.Format("2006-01-02T15:04:05"),
+		Properties: []junitProperty{
+			{"seed", fmt.Sprint(s.Seed)}, {"shard", s.Shard}, {"runs", fmt.Sprint(s.Runs)}, {"reruns", fmt.Sprint(s.Reruns)},
+			{"errors", fmt.Sprint(s.Errors)}, {"interrupted", fmt.Sprint(s.Interrupted)},
+			{"impls", orAll(s.Space.Impls)}, {"faults", orAll(s.Space.Faults)}, {"fencings", orAll(s.Space.Fencings)},
+		},
+	}
+	if s.Mixed {
+		suite.Properties = append(suite.Properties[:6], junitProperty{"space", "several (merged)"})
+	}
+	for _, g := range s.Groups {
+		c := junitCase{Classname: "locklab.campaign." + g.Impl, Name: fmt.Sprintf("%s (%d runs)", g.Name, g.Runs), Time: seconds(g.RunTime.D())}
+		var safe, findings, errs strings.Builder
+		for _, f := range s.Failures {
+			if f.GroupName() != g.Name {
+				continue
+			}
+			line := fmt.Sprintf("run %d: %s illegal; run %s; plan %s", f.Run, lin.JoinProperties(f.Illegal, ","), f.Dir, f.Plan)
+			if f.Saved != "" {
+				line += fmt.Sprintf("; shrunk plan %s (%s)", f.Saved, f.SizeNote())
+			}
+			if f.Explanation != "" {
+				line += "\n  " + truncate(f.Explanation, 400)
+			}
+			if len(f.Safe) > 0 {
+				fmt.Fprintf(&safe, "%s\n  expected to hold: %s\n", line, strings.Join(f.Rules, "; "))
+			} else {
+				fmt.Fprintln(&findings, line)
+			}
+		}
+		if g.Errors > 0 {
+			fmt.Fprintf(&errs, "%d of %d runs could not be run (see summary.md)\n", g.Errors, g.Runs)
+		}
+		if safe.Len() > 0 {
+			c.Failure = &junitMessage{
+				Message: fmt.Sprintf("%d safe-configuration violations", g.SafeViolations),
+				Type:    "safe-configuration violation", Text: safe.String(),
+			}
+			suite.Failures++
+		} else if g.Errors == g.Runs && g.Runs > 0 {
+			c.Error = &junitMessage{Message: "no run of this kind of plan could run", Type: "error", Text: errs.String()}
+			suite.Errors++
+		}
+		if findings.Len() > 0 {
+			c.SystemOut = "findings (violations the models do not rule out):\n" + findings.String()
+		}
+		c.SystemErr = errs.String()
+		suite.Cases = append(suite.Cases, c)
+	}
+	if s.Class != "" {
+		c := junitCase{Classname: "locklab.campaign.class", Name: "finds " + s.Class, Time: seconds(s.Elapsed.D())}
+		if f, ok := s.FirstDetection[s.Class]; ok {
+			c.SystemOut = fmt.Sprintf("found after %s, %d runs: %s\n", f.After.D(), f.Runs, f.Plan)
+		} else {
+			c.Failure = &junitMessage{Message: fmt.Sprintf("class %s not found in %d runs", s.Class, s.Runs), Type: "not found"}
+			suite.Failures++
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	suite.Tests = len(suite.Cases)
+	all := junitSuites{Name: "locklab campaign", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Time: suite.Time, Suites: []junitSuite{suite}}
+	b, err := xml.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode junit: %w", err)
+	}
+	return append([]byte(xml.Header), append(b, '\n')...), nil
+}
+
+// WriteCampaign writes summary.md and junit.xml into dir, beside the summary.json that
+// the campaign wrote.
+func WriteCampaign(dir string, s *campaign.Summary) error {
+	if err := os.WriteFile(filepath.Join(dir, campaign.MarkdownFile), []byte(CampaignMarkdown(s)), 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	j, err := CampaignJUnit(s)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, campaign.JUnitFile), j, 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package report
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/campaign"
+	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/plan"
+)
+
+// sampleSummary is a campaign's summary with a safe-configuration violation, a finding
+// and a run that could not run, as data.
+func sampleSummary() *campaign.Summary {
+	safe := &campaign.Failure{Run: 0, Impl: "fenced", Topology: "single", Fencing: "full", Faults: "client-pause",
+		Illegal: []lin.Property{lin.P1, lin.P2}, Safe: []lin.Property{lin.P2}, Rules: []string{"P2: rule full-fencing-single-server"},
+		Classes: []string{"pause-past-ttl"}, Dir: "runs/00000", Plan: "runs/00000/plan.json",
+		Explanation: "P2: two writers <&> \"quoted\"", Target: lin.P2, Reproduced: 1, Confirms: 1,
+		Saved: "failures/x/plan.json", Report: "failures/x/report",
+		Original: campaign.Size{Faults: 2, Clients: 4, Keys: 1, Ops: 100, Duration: plan.D(time.Second)},
+		Shrunk:   &campaign.Size{Faults: 1, Clients: 2, Keys: 1, Ops: 40, Duration: plan.D(time.Second)}}
+	finding := &campaign.Failure{Run: 1, Impl: "setnx", Topology: "single", Fencing: "off", Faults: "client-pause",
+		Illegal: []lin.Property{lin.P1}, Classes: []string{"pause-past-ttl"}, Dir: "runs/00001", Plan: "runs/00001/plan.json"}
+	s := &campaign.Summary{
+		Seed: 9, Shard: "0/1", Space: campaign.Space{Impls: []string{"fenced", "setnx"}}, Elapsed: plan.D(time.Minute),
+		Runs: 3, Errors: 1, SafeViolations: 1, Findings: 1,
+		Violations:     map[lin.Property]int{lin.P1: 2, lin.P2: 1},
+		FirstViolation: map[lin.Property]campaign.First{lin.P1: {Run: 0, Runs: 1, Plan: "runs/00000/plan.json"}},
+		Failures:       []*campaign.Failure{safe, finding},
+		RunErrors:      []*campaign.RunError{{Run: 3, Plan: "runs/err/plan.json", Dir: "runs/err", Error: "start single topology: boom"}},
+		PlansPerImpl:   map[string]int{"fenced": 1, "setnx": 3},
+		PlansPerFault:  map[string]int{"client-pause": 2, "none": 2},
+	}
+	s.Groups = []*campaign.Group{
+		{Name: safe.GroupName(), Impl: "fenced", Runs: 1, Failed: 1, SafeViolations: 1, FailedRuns: []int{0}},
+		{Name: finding.GroupName(), Impl: "setnx", Runs: 1, Failed: 1, FailedRuns: []int{1}},
+		{Name: "setnx single fencing off faults none", Impl: "setnx", Runs: 2, Errors: 1},
+	}
+	return s
+}
+
+// TestCampaignRendering: summary.md says what failed, and junit.xml is XML with a
+// failure for the safe-configuration violation only.
+func TestCampaignRendering(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteCampaign(dir, sampleSummary()); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, campaign.MarkdownFile))
+	for _, want := range []string{"**FAIL**", "Safe-configuration violations", "P2: rule full-fencing-single-server", "Findings", "pause-past-ttl", "boom", "failures/x/plan.json"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, campaign.JUnitFile))
+	var doc struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+					Text    string `xml:",chardata"`
+				} `xml:"failure"`
+				Out string `xml:"system-out"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("junit.xml: %v\n%s", err, data)
+	}
+	if doc.Failures != 1 || len(doc.Suites) != 1 || doc.Tests != len(doc.Suites[0].Cases) {
+		t.Fatalf("junit: %d tests, %d failures:\n%s", doc.Tests, doc.Failures, data)
+	}
+	var failed, findings int
+	for _, c := range doc.Suites[0].Cases {
+		if c.Failure != nil {
+			failed++
+			if !strings.Contains(c.Failure.Text, "two writers <&>") {
+				t.Errorf("failure text lost its explanation: %q", c.Failure.Text)
+			}
+		}
+		if strings.Contains(c.Out, "findings") {
+			findings++
+		}
+	}
+	if failed != 1 || findings != 1 {
+		t.Errorf("junit: %d failing cases, %d with findings:\n%s", failed, findings, data)
+	}
+}

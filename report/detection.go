@@ -1,0 +1,64 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/campaign"
+	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/plan"
+)
+
+// median and worst of a sample (zero for none).
+func medianWorst[T int | plan.Duration](xs []T, less func(a, b T) bool) (T, T) {
+	var zero T
+	if len(xs) == 0 {
+		return zero, zero
+	}
+	s := slices.Clone(xs)
+	slices.SortFunc(s, func(a, b T) int {
+		switch {
+		case less(a, b):
+			return -1
+		case less(b, a):
+			return 1
+		}
+		return 0
+	})
+	return s[(len(s)-1)/2], s[len(s)-1]
+}
+
+// DetectionMarkdown renders the result as BENCHMARKS.md's time-to-detection section.
+func DetectionMarkdown(r campaign.DetectionResult, command string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Produced by `%s` on %s (%s, %s in all). Each class: %d class searches (seeds %d…%d), each until the first detection or %d plans; a search draws random plans from the class's space only (its implementation and fault kinds, never times, targets or points).\n\n",
+		command, r.Started.Format(time.RFC3339), r.GoVersion, r.Elapsed.D().Round(time.Second), r.Seeds, r.FirstSeed, r.FirstSeed+int64(r.Seeds)-1, r.MaxRuns)
+	if r.Interrupted {
+		b.WriteString("**Interrupted:** the rows below are what was measured before.\n\n")
+	}
+	b.WriteString("| class | detects | found | median time | worst time | median plans | worst plans | shrunk counterexample (first seed) |\n|---|---|---|---|---|---|---|---|\n")
+	for _, row := range r.Rows {
+		mt, wt := medianWorst(row.Times, func(a, b plan.Duration) bool { return a.D() < b.D() })
+		mp, wp := medianWorst(row.Plans, func(a, b int) bool { return a < b })
+		shrunk := "—"
+		if f := row.Shrunk; f != nil {
+			shrunk = fmt.Sprintf("%d faults, %d clients, %d ops (from %d faults, %d clients, %d ops)", f.Shrunk.Faults, f.Shrunk.Clients, f.Shrunk.Ops, f.Original.Faults, f.Original.Clients, f.Original.Ops)
+		}
+		found := fmt.Sprintf("%d/%d", row.Found, row.Seeds)
+		if row.Found == 0 {
+			fmt.Fprintf(&b, "| %s | %s | %s | — | — | — | — | %s |\n", row.Class, lin.JoinProperties(row.Detect, ", "), found, shrunk)
+			continue
+		}
+		worst := wt.D().Round(100 * time.Millisecond).String()
+		worstPlans := fmt.Sprint(wp)
+		if row.Found < row.Seeds {
+			worst, worstPlans = "> "+worst+" (missed)", fmt.Sprintf("> %d (missed)", r.MaxRuns)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %s | %s |\n", row.Class, lin.JoinProperties(row.Detect, ", "), found,
+			mt.D().Round(100*time.Millisecond), worst, mp, worstPlans, shrunk)
+	}
+	fmt.Fprintf(&b, "\nFalse alarms: **%d** safe-configuration violations in %d fault-free plans on every correct implementation (%d failed to run).\n", r.FalseAlarms, r.SafeRuns, r.SafeErrors)
+	return b.String()
+}
