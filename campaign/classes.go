@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/locklab/locklab/campaign/expect"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
@@ -121,7 +122,7 @@ func (c Class) Matches(p plan.Plan) bool {
 	if len(s.Fencings) > 0 && !slices.Contains(s.Fencings, p.Fencing) {
 		return false
 	}
-	if s.Calm && !Calm(p) {
+	if s.Calm && !p.Calm() {
 		return false
 	}
 	if len(p.Faults) < s.MinFaults {
@@ -147,7 +148,7 @@ func (c Class) Detects(p plan.Plan, illegal []lin.Property) []lin.Property {
 	if c.Counterpart != "" {
 		q := p
 		q.Impl = c.Counterpart
-		exp = Expected(q, lockimpl.Impl{Name: c.Counterpart}) // rules match by name; a counterpart is no mutant
+		exp = expect.Expected(q, lockimpl.Impl{Name: c.Counterpart}) // rules match by name; a counterpart is no mutant
 	}
 	var out []lin.Property
 	for _, prop := range illegal {

@@ -1,7 +1,7 @@
 // Package campaign is random search for violations: rapid generators of whole plans
 // (Space), the search that runs them through the runner, confirms and shrinks what
 // fails, the expectation rules that say which properties the models guarantee
-// (Expected), the known bug classes as search problems, the time-to-detection benchmark,
+// (campaign/expect), the known bug classes as search problems, the time-to-detection benchmark,
 // and campaign summaries with their merge. It writes summary.json; report renders it.
 //
 // campaign imports runner, plan and the packages below them; it must not import matrix

@@ -187,13 +187,6 @@ func kindNames() []string {
 	return names
 }
 
-// Calm reports whether p's critical section stays well inside its lease: work at most a
-// quarter of the TTL and at least 150 ms of the lease left after it, so that neither the
-// work nor an ordinary scheduling delay can outlast the lease.
-func Calm(p plan.Plan) bool {
-	return 4*p.Work.D() <= p.TTL.D() && p.TTL.D()-p.Work.D() >= 150*time.Millisecond
-}
-
 // PlanGen is rapid's generator of plans of the space: implementation, topology, fencing,
 // 2–8 clients, 1–3 keys, a TTL of 200 ms to 1 s, work as a fraction of the TTL (mostly
 // small, sometimes longer than the lease), think and retry times, extend probability,

@@ -89,7 +89,7 @@ func TestGeneratorCoversEverything(t *testing.T) {
 		seen["fencing "+p.Fencing]++
 		seen["persistence "+p.Persistence]++
 		seen["faults "+string(rune('0'+len(p.Faults)))]++
-		if Calm(p) {
+		if p.Calm() {
 			seen["calm"]++
 		}
 		if p.Work.D() > p.TTL.D() {
@@ -176,7 +176,7 @@ func TestSpaceRestrictsTheDraws(t *testing.T) {
 	}
 	for i := range 500 {
 		p := gen.Example(i + 1)
-		if p.Impl != "fenced" || p.Fencing != "full" || !Calm(p) || len(p.Faults) < 1 || len(p.Faults) > 2 {
+		if p.Impl != "fenced" || p.Fencing != "full" || !p.Calm() || len(p.Faults) < 1 || len(p.Faults) > 2 {
 			t.Fatalf("draw %d outside the space: %s", i, p.MarshalIndent())
 		}
 		for _, f := range p.Faults {

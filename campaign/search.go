@@ -3,22 +3,21 @@ package campaign
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
+	"github.com/locklab/locklab/campaign/expect"
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/internal/rapidshrink"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
@@ -262,8 +261,7 @@ type searcher struct {
 
 	shrinks chan<- shrinkJob // to the shrinker
 
-	progMu  sync.Mutex // serialises Progress calls
-	rapidMu sync.Mutex // rapid's configuration is global flags: one shrink at a time
+	progMu sync.Mutex // serialises Progress calls
 }
 
 // next hands out the index of the next plan of the shard, or false when the campaign is over.
@@ -308,7 +306,7 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 		return
 	}
 	illegal, unknown := splitVerdicts(rep.Result)
-	by := ExpectedBy(p, impl)
+	by := expect.ExpectedBy(p, impl)
 	rec := &RunRecord{Index: i, Plan: desc, Illegal: illegal, Unknown: unknown, RunTime: rep.RunTime, Ops: rep.Ops}
 	for _, prop := range illegal {
 		if by[prop] != "" {
@@ -423,7 +421,7 @@ func (s *searcher) reproduces(rep runner.Report, prop lin.Property, safe bool) b
 		return true
 	}
 	impl, _ := s.o.Registry.Get(rep.Plan.Impl)
-	return Expected(rep.Plan, impl)[prop]
+	return expect.Expected(rep.Plan, impl)[prop]
 }
 
 // run resolves p for one run and runs it into dir.
@@ -438,7 +436,7 @@ func (s *searcher) run(ctx context.Context, p plan.Plan, dir string) (runner.Rep
 // handleFailure confirms a failing plan by re-running it and, when it reproduces, hands
 // it to the shrinker (or saves it at once when shrinking is off).
 func (s *searcher) handleFailure(ctx context.Context, p plan.Plan, impl lockimpl.Impl, i int, rep runner.Report, f *Failure) {
-	prop, safe := s.target(p, f.Illegal, ExpectedBy(p, impl))
+	prop, safe := s.target(p, f.Illegal, expect.ExpectedBy(p, impl))
 	if s.o.Confirm < 0 {
 		return
 	}
@@ -634,17 +632,14 @@ func planKey(p plan.Plan) string {
 // shrink has rapid shrink a confirmed failure of plan p (plan index i): rapid's check,
 // seeded with the plan's own seed, draws p first (a known failure, not run again), then
 // shrinks the draws that produced it; every candidate plan is run and counts as failing
-// only when the violation of prop shows and a confirmation re-run shows it again. rapid's
-// configuration is global flags, so they are set for the shrink and restored after, one
-// shrink at a time.
+// only when the violation of prop shows and a confirmation re-run shows it again. Shrinks
+// run one at a time in a process (rapidshrink owns rapid's process-wide flags).
 func (s *searcher) shrink(ctx context.Context, job shrinkJob, budget time.Duration) (plan.Plan, string, int, shrinkStats, error) {
-	s.rapidMu.Lock()
-	defer s.rapidMu.Unlock()
 	start := time.Now()
 	i, p, dir, ops, prop, safe := job.i, job.p, job.dir, job.ops, job.prop, job.safe
 	sh := &shrinkState{s: s, ctx: ctx, index: i, prop: prop, safe: safe, last: p,
 		tried: map[string]candidate{planKey(p): {fails: true, dir: dir, ops: ops}}}
-	failed, err := rapidShrink(s.gen, SeedFor(s.o.Seed, i), budget, fmt.Sprintf("%s violation reproduced", prop),
+	failed, err := rapidshrink.Shrink(s.gen, SeedFor(s.o.Seed, i), budget, fmt.Sprintf("%s violation reproduced", prop),
 		func(c plan.Plan) bool { return sh.fails(named(c, s.o.Seed, i)) })
 	sh.stats.took = time.Since(start)
 	switch {
@@ -656,41 +651,6 @@ func (s *searcher) shrink(ctx context.Context, job shrinkJob, budget time.Durati
 	}
 	best := sh.tried[planKey(sh.last)]
 	return sh.last, best.dir, best.ops, sh.stats, nil
-}
-
-// rapidShrink runs rapid.Check on gen with seed, whose first draw is gen.Example(seed),
-// with a property that fails when fails says so, and lets rapid shrink the draws of a
-// failure for up to shrinkTime. It reports whether rapid found a failure; the smallest is
-// the plan of fails' last call that returned true (rapid replays its result last).
-// Callers hold the search's rapid lock: rapid's flags are global.
-func rapidShrink(gen *rapid.Generator[plan.Plan], seed int, shrinkTime time.Duration, failure string, fails func(plan.Plan) bool) (bool, error) {
-	restore, err := setRapidFlags(map[string]string{
-		"rapid.checks":     "1",
-		"rapid.seed":       strconv.FormatUint(uint64(seed), 10),
-		"rapid.shrinktime": shrinkTime.String(),
-		"rapid.nofailfile": "true",
-		"rapid.failfile":   "",
-	})
-	if err != nil {
-		return false, err
-	}
-	defer restore()
-	tb := &shrinkTB{name: fmt.Sprintf("locklab-shrink-%d", seed)}
-	check := func(t *rapid.T) {
-		if fails(gen.Draw(t, "plan")) {
-			t.Fatal(failure)
-		}
-	}
-	done := make(chan any, 1)
-	go func() {
-		// tb.FailNow ends this goroutine with runtime.Goexit, which runs this too.
-		defer func() { done <- recover() }()
-		rapid.Check(tb, check)
-	}()
-	if r := <-done; r != nil {
-		return false, fmt.Errorf("rapid: %v", r)
-	}
-	return tb.Failed(), nil
 }
 
 // fails runs candidate c (once for every distinct plan) and reports whether it fails.
@@ -734,74 +694,4 @@ func (sh *shrinkState) fails(c plan.Plan) bool {
 		s.emit(fmt.Sprintf("#%05d: smaller plan confirmed: %s", sh.index, describePlan(c)), nil)
 	}
 	return k.fails
-}
-
-// setRapidFlags sets rapid's command-line flags and returns what puts them back. rapid
-// reads them from the standard flag set, and in a program that is not a test it also
-// needs the testing flags registered and parsed (rapid asks testing.Short).
-func setRapidFlags(values map[string]string) (func(), error) {
-	testing.Init()
-	if !flag.Parsed() {
-		_ = flag.CommandLine.Parse(nil) // no arguments: cannot fail
-	}
-	old := map[string]string{}
-	restore := func() {
-		for name, v := range old {
-			_ = flag.Set(name, v) // the value was read from the same flag
-		}
-	}
-	for name, v := range values {
-		f := flag.Lookup(name)
-		if f == nil {
-			restore()
-			return nil, fmt.Errorf("rapid flag %s is not registered", name)
-		}
-		old[name] = f.Value.String()
-		if err := f.Value.Set(v); err != nil {
-			restore()
-			return nil, fmt.Errorf("rapid flag %s=%s: %w", name, v, err)
-		}
-	}
-	return restore, nil
-}
-
-// shrinkTB is the rapid.TB a shrink runs rapid.Check with. FailNow ends the calling
-// goroutine, as testing.T's does: rapid.Check runs in a goroutine of its own.
-type shrinkTB struct {
-	name   string
-	mu     sync.Mutex
-	failed bool
-	log    []string
-}
-
-func (t *shrinkTB) Helper()      {}
-func (t *shrinkTB) Name() string { return t.name }
-func (t *shrinkTB) Logf(format string, args ...any) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.log) < 100 {
-		t.log = append(t.log, fmt.Sprintf(format, args...))
-	}
-}
-func (t *shrinkTB) Log(args ...any)                  { t.Logf("%s", fmt.Sprint(args...)) }
-func (t *shrinkTB) Skipf(format string, args ...any) { t.Logf(format, args...); t.SkipNow() }
-func (t *shrinkTB) Skip(args ...any)                 { t.Log(args...); t.SkipNow() }
-func (t *shrinkTB) SkipNow()                         { runtime.Goexit() }
-func (t *shrinkTB) Errorf(format string, args ...any) {
-	t.Logf(format, args...)
-	t.Fail()
-}
-func (t *shrinkTB) Error(args ...any)                 { t.Log(args...); t.Fail() }
-func (t *shrinkTB) Fatalf(format string, args ...any) { t.Errorf(format, args...); t.FailNow() }
-func (t *shrinkTB) Fatal(args ...any)                 { t.Error(args...); t.FailNow() }
-func (t *shrinkTB) FailNow()                          { t.Fail(); runtime.Goexit() }
-func (t *shrinkTB) Fail() {
-	t.mu.Lock()
-	t.failed = true
-	t.mu.Unlock()
-}
-func (t *shrinkTB) Failed() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.failed
 }

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/internal/rapidshrink"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
@@ -73,7 +73,7 @@ func TestPlanSequenceIsDeterministic(t *testing.T) {
 
 // TestRapidDrawsTheExampleFirst: rapid's check seeded with SeedFor(seed, i) draws plan i
 // first, so that a failure found by the campaign is the failure rapid starts shrinking
-// from. And rapid's shrinker, driven through rapidShrink, reduces a plan that fails
+// from. And rapid's shrinker, driven through rapidshrink, reduces a plan that fails
 // whenever it has a client pause to one pause and the fewest clients, keys and shortest
 // times; the rapid flags are back as they were afterwards.
 func TestRapidDrawsTheExampleFirst(t *testing.T) {
@@ -82,7 +82,6 @@ func TestRapidDrawsTheExampleFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex // rapidShrink's callers hold a lock: rapid's flags are global
 	checksBefore := flagValue(t, "rapid.checks")
 
 	// Find a plan of the sequence with a client pause among several faults.
@@ -99,11 +98,9 @@ func TestRapidDrawsTheExampleFirst(t *testing.T) {
 		calls = append(calls, p)
 		return slices.ContainsFunc(p.Faults, func(f plan.FaultSpec) bool { return f.Kind == "client-pause" })
 	}
-	mu.Lock()
-	failed, err := rapidShrink(gen, SeedFor(3, i), 20*time.Second, "pause", hasPause)
-	mu.Unlock()
+	failed, err := rapidshrink.Shrink(gen, SeedFor(3, i), 20*time.Second, "pause", hasPause)
 	if err != nil || !failed {
-		t.Fatalf("rapidShrink: failed %v, err %v", failed, err)
+		t.Fatalf("rapidshrink.Shrink: failed %v, err %v", failed, err)
 	}
 	if first := named(calls[0], 3, i); !reflect.DeepEqual(first, orig) {
 		t.Fatalf("rapid's first draw is not plan %d:\n%s\nwant\n%s", i, first.MarshalIndent(), orig.MarshalIndent())

@@ -298,6 +298,13 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 	return r, nil
 }
 
+// Calm reports whether p's critical section stays well inside its lease: work at most a
+// quarter of the TTL and at least 150 ms of the lease left after it, so that neither the
+// work nor an ordinary scheduling delay can outlast the lease.
+func (p Plan) Calm() bool {
+	return 4*p.Work.D() <= p.TTL.D() && p.TTL.D()-p.Work.D() >= 150*time.Millisecond
+}
+
 // WithFencing is the plan run under another fencing mode, named after it.
 func (p Plan) WithFencing(mode string) Plan {
 	p.Fencing = mode

@@ -1,4 +1,9 @@
-package campaign
+// Package expect holds the expectations of the models: which properties are guaranteed
+// for a plan of an implementation under its faults, as a small table of rules, each a
+// claim with its reason. A violation of an expected property is a safe-configuration
+// violation, a failure of the campaign; any other violation is a finding. It imports
+// plan and the packages below it, nothing of the campaign that uses it.
+package expect
 
 import (
 	"slices"
@@ -182,7 +187,7 @@ func (r Rule) matches(p plan.Plan, impl lockimpl.Impl) bool {
 	if len(r.Fencings) > 0 && !slices.Contains(r.Fencings, p.Fencing) {
 		return false
 	}
-	if r.Calm && !Calm(p) {
+	if r.Calm && !p.Calm() {
 		return false
 	}
 	persistence := p.Persistence
