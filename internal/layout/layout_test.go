@@ -1,0 +1,169 @@
+package layout
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/locklab/locklab/"
+
+// maxLines is the size limit of a package, in non-test lines ("about 2,000").
+const maxLines = 2100
+
+// pkg is what go list says of a package of the module.
+type pkg struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Imports    []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		p.ImportPath = strings.TrimPrefix(p.ImportPath, module)
+		var own []string
+		for _, imp := range p.Imports {
+			if rest, ok := strings.CutPrefix(imp, module); ok {
+				own = append(own, rest)
+			}
+		}
+		p.Imports = own
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// TestPackagesAreSmall: no package has more than maxLines lines of non-test Go.
+func TestPackagesAreSmall(t *testing.T) {
+	for _, p := range listPackages(t) {
+		n := 0
+		for _, f := range p.GoFiles {
+			data, err := os.ReadFile(filepath.Join(p.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += strings.Count(string(data), "\n")
+		}
+		if n > maxLines {
+			t.Errorf("package %s has %d lines of non-test code, more than %d: split it by role", p.ImportPath, n, maxLines)
+		}
+	}
+}
+
+// TestDesignListsEveryPackage: the package table of docs/design.md names exactly the
+// packages of the module.
+func TestDesignListsEveryPackage(t *testing.T) {
+	f, err := os.Open("../../docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	row := regexp.MustCompile("^\\| `([a-z0-9/]+)` \\|")
+	var listed []string
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		switch line := sc.Text(); {
+		case line == "<!-- packages:begin -->":
+			in = true
+		case line == "<!-- packages:end -->":
+			in = false
+		case in:
+			if m := row.FindStringSubmatch(line); m != nil {
+				listed = append(listed, m[1])
+			}
+		}
+	}
+	var have []string
+	for _, p := range listPackages(t) {
+		if p.ImportPath != "internal/layout" {
+			have = append(have, p.ImportPath)
+		}
+	}
+	for _, p := range have {
+		if !slices.Contains(listed, p) {
+			t.Errorf("package %s is missing from the package table of docs/design.md", p)
+		}
+	}
+	for _, p := range listed {
+		if !slices.Contains(have, p) {
+			t.Errorf("docs/design.md lists package %s, which does not exist", p)
+		}
+	}
+}
+
+// stage is each package's place in the flow of a run; an import may only point to a
+// package of an earlier stage (or the same one, for a package and its subpackages).
+var stage = map[string]int{
+	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0,
+	"histories":       1,
+	"linearizability": 2,
+	"cluster":         3, "cluster/clustertest": 4,
+	"lockimpl": 4,
+	"workload": 5,
+	"faults":   6,
+	"plan":     7,
+	"runner":   8, "tla/bridge": 8,
+	"campaign/expect": 9,
+	"campaign":        10, "matrix": 10,
+	"report":      11,
+	"cmd/locklab": 12,
+}
+
+// TestImportsFollowTheFlow: no package imports one that comes later in the flow, campaign
+// and matrix stay apart, and report is imported by the CLI alone.
+func TestImportsFollowTheFlow(t *testing.T) {
+	for _, p := range listPackages(t) {
+		from, ok := stageOf(p.ImportPath)
+		if !ok {
+			if p.ImportPath != "internal/layout" {
+				t.Errorf("package %s has no stage in this test: give it its place in the flow", p.ImportPath)
+			}
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ok := stageOf(imp)
+			if !ok {
+				continue // reported as that package's own error
+			}
+			switch {
+			case to > from:
+				t.Errorf("%s imports %s, which comes later in the flow", p.ImportPath, imp)
+			case to == from && !strings.HasPrefix(imp, p.ImportPath+"/") && !strings.HasPrefix(p.ImportPath, imp+"/"):
+				t.Errorf("%s imports %s, a package of the same stage", p.ImportPath, imp)
+			case imp == "report" && p.ImportPath != "cmd/locklab":
+				t.Errorf("%s imports report: only the CLI renders", p.ImportPath)
+			}
+		}
+	}
+}
+
+// stageOf is the stage of a package, or of the nearest parent that has one.
+func stageOf(path string) (int, bool) {
+	for p := path; p != "." && p != ""; p = filepath.Dir(p) {
+		if s, ok := stage[p]; ok {
+			return s, true
+		}
+	}
+	return 0, false
+}
