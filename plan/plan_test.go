@@ -112,3 +112,43 @@ func FuzzParsePlan(f *testing.F) {
 		}
 	})
 }
+
+// TestResolveTypesThePlanOnce: a plan resolves to typed values (the implementation from
+// the registry, topology, fencing, persistence, every fault built with its trigger
+// parsed), and bad triggers are named by their field.
+func TestResolveTypesThePlanOnce(t *testing.T) {
+	reg := lockimpl.Builtin()
+	p := Default()
+	p.Impl, p.Topology, p.Fencing, p.Persistence, p.Clients = "fenced", "replicated:3", "full", "aof-always", 2
+	p.Faults = []FaultSpec{
+		{Kind: "server-pause", Target: "lock-0", Duration: D(time.Second), Trigger: "client:1@acquire:granted"},
+		{Kind: "client-pause", Target: "any", Point: "before-write", Duration: D(time.Second)},
+	}
+	r, err := p.Resolve(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Impl.Name != "fenced" || !r.Impl.Fencing || r.Topology.Kind != "replicated" || r.Topology.Nodes != 3 ||
+		r.Fencing != "full" || r.Persistence != "aof-always" || len(r.Faults) != 2 {
+		t.Fatalf("resolved %+v", r)
+	}
+	if tr := r.Faults[0].Trigger; tr == nil || tr.Client != 1 || tr.Point != "acquire:granted" || r.Faults[1].Trigger != nil {
+		t.Errorf("triggers: %+v, %+v", r.Faults[0].Trigger, r.Faults[1].Trigger)
+	}
+	if _, err := p.Resolve(nil); err == nil {
+		t.Error("Resolve without a registry succeeded")
+	}
+	for _, c := range []struct{ trigger, field, reason string }{
+		{"client:7@acquire:granted", "faults[0].trigger", "0 ≤ N < 2"},
+		{"client:0", "faults[0].trigger", "want client:N@point"},
+		{"any@nowhere", "faults[0].trigger", `never reaches point "nowhere"`},
+	} {
+		q := p
+		q.Faults = []FaultSpec{{Kind: "server-pause", Target: "lock-0", Duration: D(time.Second), Trigger: c.trigger}}
+		_, err := q.Resolve(reg)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Reason, c.reason) {
+			t.Errorf("trigger %q: %v, want %s: ...%s...", c.trigger, err, c.field, c.reason)
+		}
+	}
+}

@@ -101,4 +101,12 @@ func TestCampaignInterruptedWritesTheSummary(t *testing.T) {
 	if !sum.Interrupted {
 		t.Errorf("summary not marked interrupted: %+v", sum)
 	}
+	// The pages for people are written on Ctrl-C too.
+	md, err := os.ReadFile(filepath.Join(out, campaign.MarkdownFile))
+	if err != nil || !strings.Contains(string(md), "**interrupted**") {
+		t.Errorf("summary.md (%v) does not say the campaign was interrupted:\n%s", err, md)
+	}
+	if _, err := os.Stat(filepath.Join(out, campaign.JUnitFile)); err != nil {
+		t.Errorf("junit.xml: %v", err)
+	}
 }
