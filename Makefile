@@ -65,7 +65,7 @@ campaign: deps build
 	echo "== fenced, fencing full, every fault kind"; \
 	$(BIN) campaign --impl fenced --fencing full --seed $(CAMPAIGN_SEED) --duration 1m --parallel $(CAMPAIGN_PARALLEL) \
 	  --safe-only --shrink-time 1m --out $(OUT)/campaign/fenced-full || failed="$$failed fenced-full"; \
-	$(BIN) campaign merge --out $(OUT)/campaign $(OUT)/campaign/class-* $(OUT)/campaign/fenced-full >/dev/null || true; \
+	$(BIN) campaign merge --out $(OUT)/campaign $(OUT)/campaign/class-* $(OUT)/campaign/fenced-full >/dev/null || failed="$$failed (merged summary fails)"; \
 	if [ -n "$$failed" ]; then echo "campaign FAILED:$$failed (see $(OUT)/campaign/*/summary.md)"; exit 1; fi; \
 	echo "campaign passed: every class found, no safe-configuration violation ($(OUT)/campaign/summary.md)"
 

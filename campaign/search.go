@@ -170,6 +170,9 @@ func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
 	if o.Confirm == 0 {
 		o.Confirm = DefaultConfirm
 	}
+	if o.Class != nil && o.Confirm < 0 {
+		return nil, errors.New("campaign: a class search counts only confirmed detections: it needs at least one confirming re-run")
+	}
 	if o.ShrinkTime == 0 {
 		o.ShrinkTime = DefaultShrinkTime
 	}
@@ -317,6 +320,7 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 
 	var detected []string
 	var f *Failure
+	var key string
 	shrink := false
 	s.mu.Lock()
 	s.sum.addRun(p, rep, rec)
@@ -327,15 +331,11 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 			}
 		}
 		f = s.sum.addFailure(p, i, rep, rec, detected, by, after, s.rel(dir))
-		if s.o.Class != nil && len(detected) > 0 && s.o.StopAtDetection {
-			s.stopped = true
-			s.stopRuns()
-		}
 		f.Target, _ = s.target(p, illegal, by)
 		// Only the first failure of its kind is confirmed and shrunk: the campaign
 		// would otherwise spend its time shrinking the same bug (a mutant fails in most of
 		// its runs). A class search confirms and shrinks what it came for only.
-		key := fmt.Sprintf("%s %s safe=%v", p.Impl, f.Target, len(rec.Safe) > 0)
+		key = fmt.Sprintf("%s %s safe=%v", p.Impl, f.Target, len(rec.Safe) > 0)
 		if len(rec.Safe) > 0 {
 			key += " " + groupName(p)
 		}
@@ -366,7 +366,13 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 	}
 	s.emit(note, rec)
 	if shrink {
-		s.handleFailure(ctx, p, impl, i, rep, f)
+		if !s.handleFailure(ctx, p, impl, i, rep, f) {
+			s.mu.Lock()
+			if s.confirmed[key] == i {
+				delete(s.confirmed, key) // the next failure of this kind gets its own chance
+			}
+			s.mu.Unlock()
+		}
 	}
 }
 
@@ -434,14 +440,18 @@ func (s *searcher) run(ctx context.Context, p plan.Plan, dir string) (runner.Rep
 }
 
 // handleFailure confirms a failing plan by re-running it and, when it reproduces, hands
-// it to the shrinker (or saves it at once when shrinking is off).
-func (s *searcher) handleFailure(ctx context.Context, p plan.Plan, impl lockimpl.Impl, i int, rep runner.Report, f *Failure) {
+// it to the shrinker (or saves it at once when shrinking is off). A re-run that shows a
+// class the failing run detected confirms that detection; only then does it count, and
+// a class search that stops at its detection stops then. It reports whether anything
+// was confirmed.
+func (s *searcher) handleFailure(ctx context.Context, p plan.Plan, impl lockimpl.Impl, i int, rep runner.Report, f *Failure) bool {
 	prop, safe := s.target(p, f.Illegal, expect.ExpectedBy(p, impl))
 	if s.o.Confirm < 0 {
-		return
+		return false
 	}
 	base := filepath.Join(s.o.Out, PlanRunsDir, fmt.Sprintf("%05d", i))
 	reproduced, confirmDir := 0, ""
+	classSeen := map[string]bool{}
 	for j := 1; j <= s.o.Confirm; j++ {
 		s.emit(fmt.Sprintf("#%05d: confirming %s (%d/%d)", i, prop, j, s.o.Confirm), nil)
 		dir := fmt.Sprintf("%s-confirm%d", base, j)
@@ -449,6 +459,14 @@ func (s *searcher) handleFailure(ctx context.Context, p plan.Plan, impl lockimpl
 		s.mu.Lock()
 		s.sum.Reruns++
 		s.mu.Unlock()
+		if err == nil {
+			illegal, _ := splitVerdicts(crep.Result)
+			for _, c := range s.classes {
+				if slices.Contains(f.Classes, c.ID) && len(c.Detects(p, illegal)) > 0 {
+					classSeen[c.ID] = true
+				}
+			}
+		}
 		if err == nil && s.reproduces(crep, prop, safe) {
 			reproduced++
 			if confirmDir == "" {
@@ -461,19 +479,37 @@ func (s *searcher) handleFailure(ctx context.Context, p plan.Plan, impl lockimpl
 			break
 		}
 	}
+	if ctx.Err() != nil {
+		return false // cut short: neither confirmed nor refuted
+	}
+	after := time.Since(s.start)
+	stop := false
 	s.mu.Lock()
 	f.Reproduced, f.Confirms = reproduced, s.o.Confirm
+	for _, c := range f.Classes {
+		s.sum.confirmDetection(f, c, classSeen[c], after)
+		if classSeen[c] && s.o.Class != nil && c == s.o.Class.ID && s.o.StopAtDetection && !s.stopped {
+			s.stopped, stop = true, true
+		}
+	}
 	s.mu.Unlock()
+	if stop {
+		s.stopRuns()
+	}
+	if len(classSeen) < len(f.Classes) {
+		s.emit(fmt.Sprintf("#%05d: detection not confirmed in %d re-runs: %s", i, s.o.Confirm, strings.Join(f.Classes, ", ")), nil)
+	}
 	if reproduced == 0 {
 		s.emit(fmt.Sprintf("#%05d: %s did not reproduce in %d re-runs: kept, not shrunk", i, prop, s.o.Confirm), nil)
-		return
+		return len(classSeen) > 0
 	}
 	job := shrinkJob{i: i, p: p, dir: confirmDir, ops: rep.Ops, prop: prop, safe: safe, f: f}
 	if s.o.ShrinkTime <= 0 {
 		s.finish(job, job.p, job.dir, job.ops, shrinkStats{}, false)
-		return
+		return true
 	}
 	s.shrinks <- job
+	return true
 }
 
 // shrinkJob is a confirmed failure waiting to be shrunk.

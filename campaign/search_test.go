@@ -167,8 +167,19 @@ func TestSearchFindsShrinksAndReplaysCheckThenSet(t *testing.T) {
 	if f == nil {
 		t.Fatalf("no saved failure: %+v", sum.Failures)
 	}
-	if f.Reproduced < 1 || f.Shrunk == nil || f.Shrunk.Faults > f.Original.Faults || f.Shrunk.Clients > f.Original.Clients {
-		t.Errorf("failure not confirmed or not shrunk: %+v", f)
+	if _, counted := sum.FirstDetection["check-then-set"]; f.Reproduced < 1 || !slices.Contains(f.Confirmed, "check-then-set") || !counted {
+		t.Errorf("detection not confirmed: %+v", f)
+	}
+	// Shrinking must have made the plan smaller (unless it was as small as a plan gets),
+	// not merely kept it.
+	if f.Shrunk == nil || f.ShrinkCandidates == 0 {
+		t.Fatalf("failure not shrunk: %+v", f)
+	}
+	o, sh := f.Original, *f.Shrunk
+	minimal := o.Faults == 0 && o.Clients == 2 && o.Keys == 1
+	smaller := sh.Faults < o.Faults || sh.Clients < o.Clients || sh.Keys < o.Keys || sh.Duration.D() < o.Duration.D() || sh.Ops < o.Ops
+	if sh.Faults > o.Faults || sh.Clients > o.Clients || sh.Keys > o.Keys || (!smaller && !minimal) {
+		t.Errorf("shrinking did not make the plan smaller: original %s, shrunk %s", o, sh)
 	}
 	t.Logf("found after %d runs (%s); %s reproduced %d/%d; shrunk with %d candidates, %d runs in %s: %s",
 		sum.FirstDetection["check-then-set"].Runs, sum.FirstDetection["check-then-set"].After.D(), f.Target, f.Reproduced, f.Confirms,

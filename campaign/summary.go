@@ -52,8 +52,16 @@ type Summary struct {
 	Findings       int                  `json:"findings"` // failing runs without a safe-configuration violation
 
 	FirstViolation map[lin.Property]First `json:"first_violation,omitempty"`
-	FirstDetection map[string]First       `json:"first_detection,omitempty"` // by bug class
-	Detected       bool                   `json:"detected,omitempty"`        // a class search found its class
+	// FirstDetection is, by bug class, the first detection that a re-run confirmed: when
+	// the confirmation ended. Only confirmed detections count.
+	FirstDetection map[string]First `json:"first_detection,omitempty"`
+	// Unconfirmed counts, by bug class, the detections whose re-runs did not show the
+	// class again: reported, never counted as found.
+	Unconfirmed map[string]int `json:"unconfirmed_detections,omitempty"`
+	Detected    bool           `json:"detected,omitempty"` // a class search found its class, confirmed
+	// Searched is every class a search (or, merged, any of its parts) looked for, and
+	// whether it was found, confirmed: a merge keeps each one's verdict.
+	Searched map[string]bool `json:"searched,omitempty"`
 
 	Failures  []*Failure  `json:"failures,omitempty"`
 	RunErrors []*RunError `json:"run_errors,omitempty"`
@@ -78,7 +86,8 @@ type Failure struct {
 	Illegal     []lin.Property `json:"illegal"`
 	Safe        []lin.Property `json:"safe_configuration,omitempty"` // illegal although the models expect them to hold
 	Rules       []string       `json:"rules,omitempty"`              // the rules that expected them
-	Classes     []string       `json:"classes,omitempty"`
+	Classes     []string       `json:"classes,omitempty"`            // classes its run detects
+	Confirmed   []string       `json:"confirmed,omitempty"`          // of those, the ones a re-run showed again
 	After       plan.Duration  `json:"after"`
 	Dir         string         `json:"dir"`
 	Plan        string         `json:"plan"`
@@ -153,9 +162,11 @@ func newSummary(o SearchOptions, sp Space) *Summary {
 		PlansPerImpl: map[string]int{}, PlansPerFault: map[string]int{},
 		Violations: map[lin.Property]int{}, Unknown: map[lin.Property]int{},
 		FirstViolation: map[lin.Property]First{}, FirstDetection: map[string]First{},
+		Unconfirmed: map[string]int{}, Searched: map[string]bool{},
 	}
 	if o.Class != nil {
 		s.Class = o.Class.ID
+		s.Searched[o.Class.ID] = false
 	}
 	return s
 }
@@ -231,7 +242,8 @@ func (s *Summary) addError(p plan.Plan, i int, dir string, err error) {
 	}
 }
 
-// addFailure records a failing run and what it detects.
+// addFailure records a failing run and the classes its run detects; a detection counts
+// once a re-run confirms it (confirmDetection).
 func (s *Summary) addFailure(p plan.Plan, i int, rep runner.Report, rec *RunRecord, classes []string, by map[lin.Property]string, after time.Duration, dir string) *Failure {
 	f := &Failure{
 		Run: i, Impl: p.Impl, Topology: p.Topology, Fencing: p.Fencing, Faults: faultKinds(p),
@@ -253,16 +265,27 @@ func (s *Summary) addFailure(p plan.Plan, i int, rep runner.Report, rec *RunReco
 			s.FirstViolation[prop] = first
 		}
 	}
-	for _, c := range classes {
-		if _, ok := s.FirstDetection[c]; !ok {
-			s.FirstDetection[c] = first
-		}
-		if c == s.Class {
-			s.Detected = true
-		}
-	}
 	s.Failures = append(s.Failures, f)
 	return f
+}
+
+// confirmDetection records the outcome of re-running failure f for class c: confirmed
+// after this long since the campaign started, or not.
+func (s *Summary) confirmDetection(f *Failure, c string, confirmed bool, after time.Duration) {
+	if !confirmed {
+		s.Unconfirmed[c]++
+		return
+	}
+	f.Confirmed = append(f.Confirmed, c)
+	if _, ok := s.FirstDetection[c]; !ok {
+		s.FirstDetection[c] = First{Run: f.Run, Runs: s.Runs, After: plan.D(after.Round(time.Millisecond)), Plan: f.Plan}
+	}
+	if _, searched := s.Searched[c]; searched {
+		s.Searched[c] = true
+	}
+	if c == s.Class {
+		s.Detected = true
+	}
 }
 
 // finish puts the summary in its final order and computes the rate.
@@ -277,10 +300,31 @@ func (s *Summary) finish() {
 	}
 }
 
-// OK reports whether the campaign passed: no safe-configuration violation, and for a
-// class search, the class found.
+// OK reports whether the campaign passed: no safe-configuration violation, and every
+// class searched for found and confirmed (in a merged summary: by one of its parts).
 func (s *Summary) OK() bool {
-	return s.SafeViolations == 0 && (s.Class == "" || s.Detected)
+	return s.SafeViolations == 0 && len(s.Missed()) == 0
+}
+
+// SearchedFor is every class searched for and whether it was found, confirmed (a
+// summary written before Searched existed has only Class and Detected).
+func (s *Summary) SearchedFor() map[string]bool {
+	if len(s.Searched) == 0 && s.Class != "" {
+		return map[string]bool{s.Class: s.Detected}
+	}
+	return s.Searched
+}
+
+// Missed is the classes searched for and not found, sorted.
+func (s *Summary) Missed() []string {
+	var out []string
+	for c, found := range s.SearchedFor() {
+		if !found {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // WriteSummary writes summary.json into dir (report renders summary.md and junit.xml).
@@ -308,6 +352,7 @@ func Merge(out string, dirs []string, sums []*Summary) *Summary {
 		PlansPerImpl: map[string]int{}, PlansPerFault: map[string]int{},
 		Violations: map[lin.Property]int{}, Unknown: map[lin.Property]int{},
 		FirstViolation: map[lin.Property]First{}, FirstDetection: map[string]First{},
+		Unconfirmed: map[string]int{}, Searched: map[string]bool{},
 	}
 	mixed, minutes := false, 0.0
 	for k, s := range sums {
@@ -349,6 +394,12 @@ func Merge(out string, dirs []string, sums []*Summary) *Summary {
 		m.SafeViolations += s.SafeViolations
 		m.Findings += s.Findings
 		m.Detected = m.Detected || s.Detected
+		for c, found := range s.SearchedFor() {
+			m.Searched[c] = m.Searched[c] || found
+		}
+		for c, n := range s.Unconfirmed {
+			m.Unconfirmed[c] += n
+		}
 		for k, v := range s.PlansPerImpl {
 			m.PlansPerImpl[k] += v
 		}

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +97,41 @@ func TestMergeShards(t *testing.T) {
 		if !strings.HasPrefix(f.Saved, "../s") || !strings.HasPrefix(f.Dir, "../s") {
 			t.Errorf("path not rewritten: %+v", f)
 		}
+	}
+}
+
+// TestOnlyConfirmedDetectionsCount: a run that detects a class is a candidate; the class
+// is found only once a re-run confirms it, and a merge of a class search that found its
+// class with one that did not still fails for the missing one.
+func TestOnlyConfirmedDetectionsCount(t *testing.T) {
+	class := Class{ID: "pause-past-ttl"}
+	s := newSummary(SearchOptions{Seed: 1, Class: &class}, Space{})
+	p := plan.Default()
+	rep := runner.Report{Plan: p, Result: lin.Result{Verdict: lin.Illegal}, Ops: 10}
+	rec := &RunRecord{Index: 0, Illegal: []lin.Property{lin.P1}}
+	s.addRun(p, rep, rec)
+	f := s.addFailure(p, 0, rep, rec, []string{"pause-past-ttl"}, nil, time.Second, "runs/00000")
+	if s.Detected || len(s.FirstDetection) != 0 || s.OK() {
+		t.Fatalf("an unconfirmed detection counted: detected %v, first %v, ok %v", s.Detected, s.FirstDetection, s.OK())
+	}
+	s.confirmDetection(f, "pause-past-ttl", false, 2*time.Second)
+	if s.Detected || s.Unconfirmed["pause-past-ttl"] != 1 || s.OK() {
+		t.Fatalf("a detection that did not reproduce counted: %+v", s)
+	}
+	s.confirmDetection(f, "pause-past-ttl", true, 3*time.Second)
+	if !s.Detected || !s.OK() || s.FirstDetection["pause-past-ttl"].After.D() != 3*time.Second || len(f.Confirmed) != 1 {
+		t.Fatalf("a confirmed detection did not count: %+v", s)
+	}
+
+	other := Class{ID: "slow-write"}
+	missed := newSummary(SearchOptions{Seed: 1, Class: &other}, Space{})
+	m := Merge("out", []string{"a", "b"}, []*Summary{s, missed})
+	if m.OK() || !slices.Equal(m.Missed(), []string{"slow-write"}) || !m.Searched["pause-past-ttl"] {
+		t.Errorf("merged: ok %v, missed %v, searched %v; want slow-write missed", m.OK(), m.Missed(), m.Searched)
+	}
+	// A summary written before Searched existed still says which class it looked for.
+	old := &Summary{Class: "no-expiry"}
+	if m := Merge("out", []string{"c"}, []*Summary{old}); m.OK() || !slices.Equal(m.Missed(), []string{"no-expiry"}) {
+		t.Errorf("merged old summary: ok %v, missed %v", m.OK(), m.Missed())
 	}
 }

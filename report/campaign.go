@@ -38,11 +38,12 @@ func CampaignMarkdown(s *campaign.Summary) string {
 		verdict = "**FAIL**"
 	}
 	fmt.Fprintf(&b, "%s: %d safe-configuration violations, %d findings", verdict, s.SafeViolations, s.Findings)
-	if s.Class != "" {
-		if s.Detected {
-			fmt.Fprintf(&b, "; class %s found", s.Class)
+	searched := s.SearchedFor()
+	for _, c := range sortedKeys(searched) {
+		if searched[c] {
+			fmt.Fprintf(&b, "; class %s found", c)
 		} else {
-			fmt.Fprintf(&b, "; class %s **not found**", s.Class)
+			fmt.Fprintf(&b, "; class %s **not found**", c)
 		}
 	}
 	b.WriteString(".\n\n| property | runs with a violation | first after | first run |\n|---|---|---|---|\n")
@@ -55,11 +56,18 @@ func CampaignMarkdown(s *campaign.Summary) string {
 		fmt.Fprintf(&b, "| %s %s | %d | %s | %s |\n", prop, prop.Name(), s.Violations[prop], first, run)
 	}
 	if len(s.FirstDetection) > 0 {
-		b.WriteString("\n## Bug classes found\n\n| class | first after | runs by then | plan |\n|---|---|---|---|\n")
+		b.WriteString("\n## Bug classes found\n\nA detection counts once a re-run of its plan shows the class again; the time is when that confirmation ended.\n\n| class | confirmed after | runs by then | plan |\n|---|---|---|---|\n")
 		for _, c := range sortedKeys(s.FirstDetection) {
 			f := s.FirstDetection[c]
 			fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", c, f.After.D(), f.Runs, f.Plan)
 		}
+	}
+	if len(s.Unconfirmed) > 0 {
+		b.WriteString("\nDetections that did not reproduce in their re-runs (not counted):")
+		for _, c := range sortedKeys(s.Unconfirmed) {
+			fmt.Fprintf(&b, " %s %d;", c, s.Unconfirmed[c])
+		}
+		b.WriteString("\n")
 	}
 	failures := func(title string, safe bool) {
 		var fs []*campaign.Failure
@@ -260,12 +268,13 @@ func CampaignJUnit(s *campaign.Summary) ([]byte, error) {
 		c.SystemErr = errs.String()
 		suite.Cases = append(suite.Cases, c)
 	}
-	if s.Class != "" {
-		c := junitCase{Classname: "locklab.campaign.class", Name: "finds " + s.Class, Time: seconds(s.Elapsed.D())}
-		if f, ok := s.FirstDetection[s.Class]; ok {
-			c.SystemOut = fmt.Sprintf("found after %s, %d runs: %s\n", f.After.D(), f.Runs, f.Plan)
+	searched := s.SearchedFor()
+	for _, class := range sortedKeys(searched) {
+		c := junitCase{Classname: "locklab.campaign.class", Name: "finds " + class, Time: seconds(s.Elapsed.D())}
+		if f, ok := s.FirstDetection[class]; ok && searched[class] {
+			c.SystemOut = fmt.Sprintf("found and confirmed after %s, %d runs: %s\n", f.After.D(), f.Runs, f.Plan)
 		} else {
-			c.Failure = &junitMessage{Message: fmt.Sprintf("class %s not found in %d runs", s.Class, s.Runs), Type: "not found"}
+			c.Failure = &junitMessage{Message: fmt.Sprintf("class %s not found (confirmed) in %d runs; %d detections did not reproduce", class, s.Runs, s.Unconfirmed[class]), Type: "not found"}
 			suite.Failures++
 		}
 		suite.Cases = append(suite.Cases, c)

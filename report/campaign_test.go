@@ -93,3 +93,40 @@ func TestCampaignRendering(t *testing.T) {
 		t.Errorf("junit: %d failing cases, %d with findings:\n%s", failed, findings, data)
 	}
 }
+
+// TestMergedSummaryFailsForEveryMissedClass: summary.md and junit.xml of a merge fail for
+// each class searched for and not found.
+func TestMergedSummaryFailsForEveryMissedClass(t *testing.T) {
+	s := &campaign.Summary{Shard: "merged", Searched: map[string]bool{"pause-past-ttl": true, "slow-write": false, "no-expiry": false},
+		FirstDetection: map[string]campaign.First{"pause-past-ttl": {Run: 3, Runs: 4, After: plan.D(time.Second), Plan: "a/runs/00003/plan.json"}},
+		Unconfirmed:    map[string]int{"slow-write": 2}}
+	md := CampaignMarkdown(s)
+	for _, want := range []string{"**FAIL**", "class pause-past-ttl found", "class slow-write **not found**", "class no-expiry **not found**", "slow-write 2;"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
+	}
+	data, err := CampaignJUnit(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Cases []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	failed := map[string]bool{}
+	for _, c := range doc.Suites[0].Cases {
+		failed[c.Name] = c.Failure != nil
+	}
+	if doc.Failures != 2 || !failed["finds slow-write"] || !failed["finds no-expiry"] || failed["finds pause-past-ttl"] {
+		t.Errorf("junit: %d failures, cases %v", doc.Failures, failed)
+	}
+}

@@ -230,8 +230,11 @@ func printCampaignSummary(w io.Writer, out string, s *campaign.Summary) {
 			fmt.Fprintf(w, "  class %s found after %s, %d runs (%s)\n", c, f.After.D(), f.Runs, f.Plan)
 		}
 	}
-	if s.Class != "" && !s.Detected {
-		fmt.Fprintf(w, "  class %s NOT found in %d runs\n", s.Class, s.Runs)
+	for _, c := range s.Missed() {
+		fmt.Fprintf(w, "  class %s NOT found (confirmed) in %d runs\n", c, s.Runs)
+	}
+	for c, n := range s.Unconfirmed {
+		fmt.Fprintf(w, "  class %s: %d detections did not reproduce in their re-runs (not counted)\n", c, n)
 	}
 	for _, f := range s.Failures {
 		kind := "finding"
