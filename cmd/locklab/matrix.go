@@ -153,10 +153,19 @@ func trimAll(ss []string) []string {
 }
 
 // commandLine is the command as it could be typed again: the flags the user set, in a
-// fixed order.
+// fixed order. A bool flag is written as --name (or --name=false): "--name true" would
+// parse as the flag and a stray argument.
 func commandLine(cmd *cobra.Command) string {
 	parts := []string{"locklab", cmd.Name()}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Value.Type() == "bool" {
+			if v := f.Value.String(); v == "true" {
+				parts = append(parts, "--"+f.Name)
+			} else {
+				parts = append(parts, "--"+f.Name+"="+v)
+			}
+			return
+		}
 		v := f.Value.String()
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
 			v = strings.Join(sv.GetSlice(), ",")
