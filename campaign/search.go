@@ -35,6 +35,9 @@ const (
 	DefaultCheckTimeout = 10 * time.Second
 )
 
+// ErrorFile, in the directory of a run that failed to run, says why.
+const ErrorFile = "error.txt"
+
 // Directories of a campaign's output.
 const (
 	PlanRunsDir = "runs"     // runs/NNNNN: a generated plan's run (kept when it failed)
@@ -295,12 +298,17 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 	dir := filepath.Join(s.o.Out, PlanRunsDir, fmt.Sprintf("%05d", i))
 	rep, err := s.run(runCtx, p, dir)
 	if err != nil {
-		_ = os.RemoveAll(dir)
 		if runCtx.Err() != nil {
+			_ = os.RemoveAll(dir)
 			return // interrupted, or stopped by a detection: not a run of the campaign
 		}
+		// The directory keeps what the run left (the servers' logs among it) and the plan,
+		// which a run that could not even resolve never wrote.
 		_ = os.MkdirAll(dir, 0o755)
-		_ = os.WriteFile(filepath.Join(dir, runner.PlanFile), p.MarshalIndent(), 0o644)
+		if _, serr := os.Stat(filepath.Join(dir, runner.PlanFile)); serr != nil {
+			_ = os.WriteFile(filepath.Join(dir, runner.PlanFile), p.MarshalIndent(), 0o644)
+		}
+		_ = os.WriteFile(filepath.Join(dir, ErrorFile), []byte(err.Error()+"\n"), 0o644)
 		rec := &RunRecord{Index: i, Plan: desc, Error: err.Error()}
 		s.mu.Lock()
 		s.sum.addError(p, i, s.rel(dir), err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/internal/rapidshrink"
 	lin "github.com/locklab/locklab/linearizability"
@@ -215,5 +216,31 @@ func TestSearchFindsShrinksAndReplaysCheckThenSet(t *testing.T) {
 	}
 	if !reproduced {
 		t.Errorf("the saved plan did not reproduce %s in 8 replays:\n%s", f.Target, p.MarshalIndent())
+	}
+}
+
+// TestAFailedRunKeepsItsDirectory: a plan that could not run is counted as an error, and
+// its directory keeps the plan, the error and whatever the run left.
+func TestAFailedRunKeepsItsDirectory(t *testing.T) {
+	b, err := cluster.NewExternalBackend(cluster.ExternalOptions{Lock: []string{"127.0.0.1:1"}, Store: "127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	out := t.TempDir()
+	sum, err := Search(context.Background(), SearchOptions{
+		Space: Space{Impls: []string{"setnx"}, Faults: []string{NoFaults}}, Seed: 1, MaxRuns: 1, Out: out, Backend: b,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Errors != 1 || len(sum.RunErrors) != 1 {
+		t.Fatalf("errors %d, %+v: want the one run to fail", sum.Errors, sum.RunErrors)
+	}
+	dir := filepath.Join(out, filepath.FromSlash(sum.RunErrors[0].Dir))
+	for _, f := range []string{runner.PlanFile, ErrorFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the failed run's directory lacks %s: %v", f, err)
+		}
 	}
 }

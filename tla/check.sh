@@ -4,8 +4,9 @@
 #
 # Usage: tla/check.sh [--update-traces] [CONFIG...]
 #
-#   TLA2TOOLS_JAR   path to the official tla2tools.jar v1.7.4 (required to run;
-#                   when unset the check is skipped with exit status 0)
+#   TLA2TOOLS_JAR   path to the official tla2tools.jar v1.7.4 (required to run
+#                   TLC; when unset, only the configs and expectations.tsv are
+#                   checked against each other, and TLC is skipped)
 #   TLC_WORKERS     TLC worker threads (default: auto)
 #   TLC_JAVA_OPTS   JVM options (default: -XX:+UseParallelGC)
 #   JAVA            java binary (default: java on PATH)
@@ -38,48 +39,6 @@ for arg in "$@"; do
         *) only+=("${arg%.cfg}") ;;
     esac
 done
-
-# ---- the jar -------------------------------------------------------------
-if [ -z "${TLA2TOOLS_JAR:-}" ]; then
-    cat <<EOF
-tla: SKIP — TLA2TOOLS_JAR is not set, the TLA+ specs were not model-checked.
-     To run them, download the official TLA+ tools ${TLA_VERSION} (Java 11+ needed):
-         curl -fLo tla2tools.jar ${TLA_URL}
-         sha256sum tla2tools.jar   # must be ${TLA_SHA256}
-     and run:  TLA2TOOLS_JAR=\$PWD/tla2tools.jar make tla
-     (keep the jar outside the repository).
-EOF
-    exit 0
-fi
-if [ ! -f "$TLA2TOOLS_JAR" ]; then
-    echo "tla: ERROR: TLA2TOOLS_JAR=$TLA2TOOLS_JAR does not name a file." >&2
-    exit 1
-fi
-if command -v sha256sum >/dev/null 2>&1; then
-    sum=$(sha256sum "$TLA2TOOLS_JAR" | cut -d' ' -f1)
-elif command -v shasum >/dev/null 2>&1; then
-    sum=$(shasum -a 256 "$TLA2TOOLS_JAR" | cut -d' ' -f1)
-else
-    echo "tla: ERROR: neither sha256sum nor shasum found; cannot verify TLA2TOOLS_JAR." >&2
-    exit 1
-fi
-if [ "$sum" != "$TLA_SHA256" ]; then
-    cat >&2 <<EOF
-tla: ERROR: TLA2TOOLS_JAR=$TLA2TOOLS_JAR is not the official tla2tools.jar ${TLA_VERSION}:
-     sha256 $sum
-     want   $TLA_SHA256
-     Download it from ${TLA_URL}
-EOF
-    exit 1
-fi
-JAVA=${JAVA:-java}
-if ! command -v "$JAVA" >/dev/null 2>&1; then
-    echo "tla: ERROR: '$JAVA' not found; TLC needs Java 11 or newer (set JAVA=...)." >&2
-    exit 1
-fi
-workers=${TLC_WORKERS:-auto}
-# shellcheck disable=SC2206
-java_opts=(${TLC_JAVA_OPTS:--XX:+UseParallelGC})
 
 # ---- expectations --------------------------------------------------------
 if [ ! -f "$expectations" ]; then
@@ -126,6 +85,53 @@ for o in "${only[@]+"${only[@]}"}"; do
         exit 2
     fi
 done
+
+# ---- the jar -------------------------------------------------------------
+if [ -z "${TLA2TOOLS_JAR:-}" ]; then
+    cat <<EOF
+tla: SKIP — TLA2TOOLS_JAR is not set, the TLA+ specs were not model-checked.
+     To run them, download the official TLA+ tools ${TLA_VERSION} (Java 11+ needed):
+         curl -fLo tla2tools.jar ${TLA_URL}
+         sha256sum tla2tools.jar   # must be ${TLA_SHA256}
+     and run:  TLA2TOOLS_JAR=\$PWD/tla2tools.jar make tla
+     (keep the jar outside the repository).
+EOF
+    if [ $problems -gt 0 ]; then
+        echo "tla: FAIL — $problems problems with the config/expectation files (checked even without TLC)." >&2
+        exit 1
+    fi
+    echo "tla: every config has its expectation (${#names[@]} configs); TLC did not run."
+    exit 0
+fi
+if [ ! -f "$TLA2TOOLS_JAR" ]; then
+    echo "tla: ERROR: TLA2TOOLS_JAR=$TLA2TOOLS_JAR does not name a file." >&2
+    exit 1
+fi
+if command -v sha256sum >/dev/null 2>&1; then
+    sum=$(sha256sum "$TLA2TOOLS_JAR" | cut -d' ' -f1)
+elif command -v shasum >/dev/null 2>&1; then
+    sum=$(shasum -a 256 "$TLA2TOOLS_JAR" | cut -d' ' -f1)
+else
+    echo "tla: ERROR: neither sha256sum nor shasum found; cannot verify TLA2TOOLS_JAR." >&2
+    exit 1
+fi
+if [ "$sum" != "$TLA_SHA256" ]; then
+    cat >&2 <<EOF
+tla: ERROR: TLA2TOOLS_JAR=$TLA2TOOLS_JAR is not the official tla2tools.jar ${TLA_VERSION}:
+     sha256 $sum
+     want   $TLA_SHA256
+     Download it from ${TLA_URL}
+EOF
+    exit 1
+fi
+JAVA=${JAVA:-java}
+if ! command -v "$JAVA" >/dev/null 2>&1; then
+    echo "tla: ERROR: '$JAVA' not found; TLC needs Java 11 or newer (set JAVA=...)." >&2
+    exit 1
+fi
+workers=${TLC_WORKERS:-auto}
+# shellcheck disable=SC2206
+java_opts=(${TLC_JAVA_OPTS:--XX:+UseParallelGC})
 
 # ---- temporary directory, cleaned up on any exit -------------------------
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/locklab-tla.XXXXXX") || exit 1
