@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/locklab/locklab/cluster/netproxy"
 )
 
 // Options configures Start.
@@ -26,7 +28,7 @@ type Cluster struct {
 	Store    Node
 	// Net carries the clients' (and servers') traffic through links that network faults
 	// can disturb; nil means parties talk to the servers' own addresses.
-	Net *Net
+	Net *netproxy.Net
 	// Sentinels watch the primary of a replicated topology and promote a replica when it
 	// fails (sentinel.go); none in the other topologies.
 	Sentinels []Node
@@ -51,7 +53,7 @@ func Start(ctx context.Context, b Backend, t Topology, opts Options) (*Cluster, 
 	if lockCount < 1 {
 		return nil, fmt.Errorf("topology %s: needs at least one node", t)
 	}
-	c := &Cluster{Topology: t, Net: NewNet()}
+	c := &Cluster{Topology: t, Net: netproxy.NewNet()}
 	if t.Kind == Replicated {
 		lockCount = 0 // startReplicated starts the data nodes
 		if err := c.startReplicated(ctx, b, opts); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/cluster/faketime"
 )
 
 // These tests run the libc build under libfaketime: `make deps` (or
@@ -20,7 +21,7 @@ import (
 // the midpoint of the round trip.
 func serverOffset(t *testing.T, addr string) time.Duration {
 	t.Helper()
-	c := client(t, addr)
+	c := clustertest.Client(t, addr)
 	ctx := clustertest.Context(t)
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatalf("PING %s: %v", addr, err)
@@ -61,7 +62,7 @@ func faketimeNode(t *testing.T) (cluster.ClockNode, *cluster.Cluster) {
 func TestFaketimeJumpExpiresKeysEarly(t *testing.T) {
 	n, _ := faketimeNode(t)
 	near(t, "clock offset at start", serverOffset(t, n.Addr()), 0, 250*time.Millisecond)
-	rc, ctx := client(t, n.Addr()), clustertest.Context(t)
+	rc, ctx := clustertest.Client(t, n.Addr()), clustertest.Context(t)
 	if err := rc.Set(ctx, "short", "v", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +148,8 @@ func TestSetClockWithoutFaketime(t *testing.T) {
 }
 
 func TestFaketimeMissingBuildNamesTheScript(t *testing.T) {
-	t.Setenv(cluster.EnvCache, t.TempDir())
-	t.Setenv(cluster.EnvFaketimeServer, "")
+	t.Setenv(faketime.EnvCache, t.TempDir())
+	t.Setenv(faketime.EnvFaketimeServer, "")
 	b := clustertest.Backend(t)
 	_, err := b.StartNode(clustertest.Context(t), cluster.NodeConfig{Name: "lock-0", Faketime: true})
 	if err == nil || !strings.Contains(err.Error(), "scripts/build-redis-libc.sh") {
@@ -157,7 +158,7 @@ func TestFaketimeMissingBuildNamesTheScript(t *testing.T) {
 }
 
 func TestFaketimeRefusesJemalloc(t *testing.T) {
-	t.Setenv(cluster.EnvFaketimeServer, "redis-server") // Debian's, built with jemalloc
+	t.Setenv(faketime.EnvFaketimeServer, "redis-server") // Debian's, built with jemalloc
 	b := clustertest.Backend(t)
 	_, err := b.StartNode(clustertest.Context(t), cluster.NodeConfig{Name: "lock-0", Faketime: true})
 	if err == nil || !strings.Contains(err.Error(), "jemalloc") {

@@ -2,89 +2,9 @@ package cluster
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
-
-// fakeAt is what libfaketime computes for a file line "+X xR" at real time t, for a
-// process whose libfaketime started at s: s + X + (t − s)·R.
-func fakeAt(t *testing.T, line string, s, at time.Time) time.Time {
-	t.Helper()
-	x, r, ok := strings.Cut(strings.TrimSpace(line), " x")
-	if !ok {
-		t.Fatalf("line %q: want \"+X xR\"", line)
-	}
-	xs, err := strconv.ParseFloat(x, 64)
-	if err != nil {
-		t.Fatalf("line %q: offset: %v", line, err)
-	}
-	rate, err := strconv.ParseFloat(r, 64)
-	if err != nil {
-		t.Fatalf("line %q: rate: %v", line, err)
-	}
-	since := float64(at.Sub(s)) * rate
-	return s.Add(time.Duration(xs*float64(time.Second)) + time.Duration(since))
-}
-
-// The file must make libfaketime's clock the one the harness set, whatever the process's
-// start time: before and after a restart, at rate 1 and at other rates.
-func TestFaketimeFileMatchesTheClockSet(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		name   string
-		start  time.Duration // process start, relative to t0
-		set    time.Duration // when SetClock was called
-		offset time.Duration
-		rate   float64
-	}{
-		{"jump forward", 0, 2 * time.Second, 5 * time.Second, 1},
-		{"jump back", 0, 2 * time.Second, -3 * time.Second, 1},
-		{"run fast", 0, 10 * time.Second, 0, 2},
-		{"run slow after a jump", time.Second, 7 * time.Second, 1500 * time.Millisecond, 0.5},
-		{"restarted after the setting", 20 * time.Second, 7 * time.Second, 2 * time.Second, 3},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			clk := &faketimeClock{start: t0.Add(c.start), base: t0.Add(c.set), offset: c.offset, rate: c.rate}
-			for _, after := range []time.Duration{0, time.Second, 90 * time.Second} {
-				at := t0.Add(c.set + after)
-				if at.Before(clk.start) {
-					continue
-				}
-				got := fakeAt(t, clk.line(), clk.start, at)
-				want := at.Add(clk.offsetAt(at))
-				if d := got.Sub(want); math.Abs(float64(d)) > float64(time.Microsecond) {
-					t.Errorf("at set+%s: libfaketime reads %s, want %s (off by %s; line %q)", after, got, want, d, clk.line())
-				}
-			}
-			if got := clk.offsetAt(clk.base); got != c.offset {
-				t.Errorf("offset right after SetClock = %s, want %s", got, c.offset)
-			}
-		})
-	}
-}
-
-func TestFaketimeLineFormat(t *testing.T) {
-	now := time.Now()
-	clk := &faketimeClock{start: now, base: now}
-	for _, c := range []struct {
-		offset time.Duration
-		rate   float64
-		want   string
-	}{
-		{0, 1, "+0.000000 x1\n"},
-		{5 * time.Second, 1, "+5.000000 x1\n"},
-		{-2500 * time.Millisecond, 1, "-2.500000 x1\n"},
-		{0, 1.5, "+0.000000 x1.5\n"},
-	} {
-		clk.offset, clk.rate = c.offset, c.rate
-		if got := clk.line(); got != c.want {
-			t.Errorf("offset %s rate %g: line %q, want %q", c.offset, c.rate, got, c.want)
-		}
-	}
-}
 
 func TestOptionsCheckClock(t *testing.T) {
 	for _, ok := range []string{"", ClockReal, ClockFaketime} {

@@ -8,25 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/clustertest"
 )
-
-// client is a go-redis client for addr, closed at cleanup.
-func client(t *testing.T, addr string) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // ping reports whether addr answers PING within d.
 func ping(t *testing.T, addr string, d time.Duration) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	return client(t, addr).Ping(ctx).Err()
+	return clustertest.Client(t, addr).Ping(ctx).Err()
 }
 
 // pid is the process id of a node of the process backend.

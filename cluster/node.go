@@ -62,7 +62,7 @@ type NodeConfig struct {
 	Name        string
 	Persistence Persistence
 	ExtraArgs   []string
-	Faketime    bool // run under libfaketime, so that its wall clock can be moved (faketime.go)
+	Faketime    bool // run under libfaketime, so that its wall clock can be moved (faketime.go, package faketime)
 }
 
 // Backend starts Redis servers.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+
+	"github.com/locklab/locklab/cluster/faketime"
 )
 
 // EnvRedisServer names the redis-server binary when ProcessOptions.Binary is empty.
@@ -98,9 +100,9 @@ func (b *ProcessBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, e
 	}
 	b.mu.Unlock()
 
-	var faketime faketimeSetup
+	var setup faketime.Setup
 	if cfg.Faketime {
-		if faketime, err = findFaketime(b.binary); err != nil {
+		if setup, err = faketime.Find(b.binary); err != nil {
 			return nil, fmt.Errorf("start %s under libfaketime: %w", cfg.Name, err)
 		}
 	}
@@ -111,7 +113,7 @@ func (b *ProcessBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, e
 	n, err := b.startOnFreePort(ctx, func(port int) (*ProcessNode, error) {
 		n := newProcessNode(b, cfg.Name, dir, port, persist, cfg.ExtraArgs)
 		if cfg.Faketime {
-			faketime.apply(n)
+			applyFaketime(n, setup)
 		}
 		return n, nil
 	})

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/locklab/locklab/cluster/faketime"
 )
 
 // stopGrace is how long Stop waits after SIGTERM before SIGKILL.
@@ -30,8 +32,8 @@ type ProcessNode struct {
 	logPath, outPath string // redis's own log; stdout+stderr (messages before the log opens)
 	binary           string
 	args             []string
-	env              []string       // nil: the harness's own environment
-	clock            *faketimeClock // set when the server runs under libfaketime
+	env              []string        // nil: the harness's own environment
+	clock            *faketime.Clock // set when the server runs under libfaketime
 	spawn            *spawner
 
 	mu      sync.Mutex // serialises the operations on one node
@@ -242,7 +244,7 @@ func (n *ProcessNode) startLocked(ctx context.Context) error {
 	if n.clock != nil {
 		// libfaketime takes its start time when the process starts: the file is derived
 		// from it, so that a restart keeps the clock where it was set.
-		if err := n.clock.started(time.Now()); err != nil {
+		if err := n.clock.Started(time.Now()); err != nil {
 			return fmt.Errorf("start redis on %s: %w", n.addr, err)
 		}
 	}

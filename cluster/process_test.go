@@ -104,7 +104,7 @@ func TestKillRestart(t *testing.T) {
 		t.Run(string(tc.persistence), func(t *testing.T) {
 			n := clustertest.Node(t, cluster.NodeConfig{Name: "k", Persistence: tc.persistence})
 			ctx := clustertest.Context(t)
-			if err := client(t, n.Addr()).Set(ctx, "k", "v", 0).Err(); err != nil {
+			if err := clustertest.Client(t, n.Addr()).Set(ctx, "k", "v", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 			before, addr := pid(t, n), n.Addr()
@@ -123,7 +123,7 @@ func TestKillRestart(t *testing.T) {
 			if n.Addr() != addr || pid(t, n) == before {
 				t.Fatalf("after Restart: addr %s (was %s), pid %d (was %d)", n.Addr(), addr, pid(t, n), before)
 			}
-			got, err := client(t, n.Addr()).Get(ctx, "k").Result()
+			got, err := clustertest.Client(t, n.Addr()).Get(ctx, "k").Result()
 			switch {
 			case tc.kept && (err != nil || got != "v"):
 				t.Fatalf("GET k = %q, %v; want v (aof-always keeps acknowledged writes)", got, err)

@@ -69,7 +69,7 @@ func TestReplicatedTopologyReplicatesThroughLinks(t *testing.T) {
 		if role, err := c.Role(ctx, r); err != nil || role != "slave" {
 			t.Fatalf("%s: role %q, %v; want slave", r.Name(), role, err)
 		}
-		info, err := client(t, r.Addr()).Info(ctx, "replication").Result()
+		info, err := clustertest.Client(t, r.Addr()).Info(ctx, "replication").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,11 +79,11 @@ func TestReplicatedTopologyReplicatesThroughLinks(t *testing.T) {
 			t.Errorf("%s does not replicate through its link %s:\n%s", r.Name(), link, info)
 		}
 	}
-	if err := client(t, c.Lock[0].Addr()).Set(ctx, "k", "v", 0).Err(); err != nil {
+	if err := clustertest.Client(t, c.Lock[0].Addr()).Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range c.Lock[1:] {
-		err := eventually(5*time.Second, func() error { return client(t, r.Addr()).Get(ctx, "k").Err() })
+		err := eventually(5*time.Second, func() error { return clustertest.Client(t, r.Addr()).Get(ctx, "k").Err() })
 		if err != nil {
 			t.Errorf("key written on the primary never reached %s: %v", r.Name(), err)
 		}
@@ -144,10 +144,10 @@ func TestSentinelPromotesAReplicaAndClientsFollow(t *testing.T) {
 	if err := eventually(5*time.Second, func() error { return fc.Set(ctx, "after", "2", 0).Err() }); err != nil {
 		t.Fatalf("failover client did not follow the new primary: %v", err)
 	}
-	if v, err := client(t, primary.Addr()).Get(ctx, "after").Result(); err != nil || v != "2" {
+	if v, err := clustertest.Client(t, primary.Addr()).Get(ctx, "after").Result(); err != nil || v != "2" {
 		t.Fatalf("new primary %s has after=%q, %v; want 2", primary.Name(), v, err)
 	}
-	if v, err := client(t, primary.Addr()).Get(ctx, "before").Result(); err != nil || v != "1" {
+	if v, err := clustertest.Client(t, primary.Addr()).Get(ctx, "before").Result(); err != nil || v != "1" {
 		t.Fatalf("new primary %s lost the replicated key: %q, %v", primary.Name(), v, err)
 	}
 	// The dead node comes back as a replica and the topology heals, once the failover is over.
@@ -204,23 +204,23 @@ func TestCutReplicationHoldsWritesOnThePrimary(t *testing.T) {
 	c, ctx := startReplicated(t, 2)
 	primary, replica := c.Lock[0], c.Lock[1]
 	// The cut reports the leases held at its instant: keys with an expiry.
-	if err := client(t, primary.Addr()).Set(ctx, "lease", "1", time.Minute).Err(); err != nil {
+	if err := clustertest.Client(t, primary.Addr()).Set(ctx, "lease", "1", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if leases, err := c.CutReplication(ctx, primary); err != nil || leases != 1 {
 		t.Fatalf("CutReplication = %d, %v; want 1 lease held", leases, err)
 	}
-	if err := client(t, primary.Addr()).Set(ctx, "cut", "1", 0).Err(); err != nil {
+	if err := clustertest.Client(t, primary.Addr()).Set(ctx, "cut", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(1500 * time.Millisecond) // the replica retries its sync every second
-	if err := client(t, replica.Addr()).Get(ctx, "cut").Err(); !errors.Is(err, redis.Nil) {
+	if err := clustertest.Client(t, replica.Addr()).Get(ctx, "cut").Err(); !errors.Is(err, redis.Nil) {
 		t.Fatalf("a write after the cut reached the replica (err %v)", err)
 	}
 	if err := c.RestoreReplication(ctx, primary); err != nil {
 		t.Fatal(err)
 	}
-	if err := eventually(5*time.Second, func() error { return client(t, replica.Addr()).Get(ctx, "cut").Err() }); err != nil {
+	if err := eventually(5*time.Second, func() error { return clustertest.Client(t, replica.Addr()).Get(ctx, "cut").Err() }); err != nil {
 		t.Fatalf("the replica did not catch up after the cut healed: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/cluster/netproxy"
 	"github.com/locklab/locklab/histories"
 )
 
@@ -24,7 +25,7 @@ func TestVerifyHealedFindsWhatIsLeft(t *testing.T) {
 		t.Fatalf("clean cluster: %v", err)
 	}
 	link := cluster.ClientLink(0, "lock-0")
-	toxic, err := cl.Net.AddToxic(link, cluster.Toxic{Kind: cluster.Latency, Direction: cluster.Down, Latency: time.Millisecond})
+	toxic, err := cl.Net.AddToxic(link, netproxy.Toxic{Kind: netproxy.Latency, Direction: netproxy.Down, Latency: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

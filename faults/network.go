@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/netproxy"
 )
 
-// networkKinds are the network faults: toxics on the cluster's links (cluster.Net, an
-// embedded Toxiproxy). A link is named after its ends, "client:N->NODE" or "NODE->NODE",
-// and Target is a glob over those names, so one fault can hit one link or a set.
+// networkKinds are the network faults: toxics on the cluster's links (Cluster.Net, a
+// netproxy.Net: an embedded Toxiproxy). A link is named after its ends, "client:N->NODE"
+// or "NODE->NODE", and Target is a glob over those names, so one fault can hit one link
+// or a set.
 func networkKinds() []KindInfo {
 	const linkTargets = "link glob, e.g. client:0->store, client:*->lock-0, redis-0->*"
 	return []KindInfo{
@@ -23,21 +25,21 @@ func networkKinds() []KindInfo {
 			Name:        "net-latency",
 			Description: "data on the target links is held for latency ± jitter (ms precision, order kept), in direction up (commands), down (replies) or both (default)",
 			Targets:     linkTargets,
-			build:       buildNet(cluster.Latency),
+			build:       buildNet(netproxy.Latency),
 			ownWindow:   true,
 		},
 		{
 			Name:        "net-blackhole",
 			Description: "a partition: data on the target links is silently dropped in the direction asked (default both); commands time out. Healing closes the connections open through the links (the dropped data is gone), so clients reconnect",
 			Targets:     linkTargets,
-			build:       buildNet(cluster.Blackhole),
+			build:       buildNet(netproxy.Blackhole),
 			ownWindow:   true,
 		},
 		{
 			Name:        "net-reset",
 			Description: "connections on the target links are aborted as soon as data flows in the direction asked (default both), including new ones, until healed",
 			Targets:     linkTargets,
-			build:       buildNet(cluster.Reset),
+			build:       buildNet(netproxy.Reset),
 			ownWindow:   true,
 		},
 		{
@@ -55,8 +57,8 @@ func networkKinds() []KindInfo {
 // know the links, and a report must say exactly which links and directions were hit.
 type netFault struct {
 	spec  Spec
-	toxic cluster.Toxic // Direction filled per direction
-	dirs  []cluster.Direction
+	toxic netproxy.Toxic // Direction filled per direction
+	dirs  []netproxy.Direction
 	links func(env *Env) ([]string, error) // the links the target names in env
 
 	mu     sync.Mutex
@@ -68,7 +70,7 @@ type netFault struct {
 type placed struct{ link, name string }
 
 // buildNet builds net-latency, net-blackhole and net-reset.
-func buildNet(kind cluster.ToxicKind) func(Spec) (Fault, error) {
+func buildNet(kind netproxy.ToxicKind) func(Spec) (Fault, error) {
 	return func(s Spec) (Fault, error) {
 		f, err := newNetFault(s, kind)
 		if err != nil {
@@ -93,53 +95,53 @@ func buildNet(kind cluster.ToxicKind) func(Spec) (Fault, error) {
 // client's links to the lock servers (not the store), i.e. between the server answering
 // and the client reading the answer.
 func buildReplyDelay(s Spec) (Fault, error) {
-	f, err := newNetFault(s, cluster.Latency)
+	f, err := newNetFault(s, netproxy.Latency)
 	if err != nil {
 		return nil, err
 	}
-	if s.Direction != "" && s.Direction != string(cluster.Down) {
+	if s.Direction != "" && s.Direction != string(netproxy.Down) {
 		return nil, fmt.Errorf("fault %s delays replies only: direction %q, want none or down", s.Kind, s.Direction)
 	}
 	if _, err := parseClientTarget(s.Target, math.MaxInt); err != nil {
 		return nil, fmt.Errorf("fault %s: %w", s.Kind, err)
 	}
-	f.dirs = []cluster.Direction{cluster.Down}
+	f.dirs = []netproxy.Direction{netproxy.Down}
 	f.links = func(env *Env) ([]string, error) { return lockLinks(env, s.Target) }
 	return f, nil
 }
 
 // newNetFault checks the fields every network kind shares.
-func newNetFault(s Spec, kind cluster.ToxicKind) (*netFault, error) {
+func newNetFault(s Spec, kind netproxy.ToxicKind) (*netFault, error) {
 	switch {
 	case s.Duration <= 0:
 		return nil, fmt.Errorf("fault %s needs a duration: it lasts until healed", s.Kind)
 	case s.Offset != 0 || s.Rate != 0 || s.Mode != "":
 		return nil, fmt.Errorf("fault %s takes no offset, rate or mode", s.Kind)
-	case kind == cluster.Latency && s.Latency < time.Millisecond:
+	case kind == netproxy.Latency && s.Latency < time.Millisecond:
 		return nil, fmt.Errorf("fault %s needs a latency of at least 1ms, got %s", s.Kind, s.Latency)
-	case kind == cluster.Latency && (s.Jitter < 0 || s.Jitter > s.Latency):
+	case kind == netproxy.Latency && (s.Jitter < 0 || s.Jitter > s.Latency):
 		return nil, fmt.Errorf("fault %s: jitter %s must be between 0 and the latency %s", s.Kind, s.Jitter, s.Latency)
-	case kind != cluster.Latency && (s.Latency != 0 || s.Jitter != 0):
+	case kind != netproxy.Latency && (s.Latency != 0 || s.Jitter != 0):
 		return nil, fmt.Errorf("fault %s takes no latency or jitter", s.Kind)
 	}
-	return &netFault{spec: s, toxic: cluster.Toxic{Kind: kind, Latency: s.Latency, Jitter: s.Jitter}, window: -1}, nil
+	return &netFault{spec: s, toxic: netproxy.Toxic{Kind: kind, Latency: s.Latency, Jitter: s.Jitter}, window: -1}, nil
 }
 
 // directions reads Direction: "up", "down", or "both" (also the default).
-func directions(d string) ([]cluster.Direction, error) {
+func directions(d string) ([]netproxy.Direction, error) {
 	switch d {
 	case "", "both":
-		return []cluster.Direction{cluster.Up, cluster.Down}, nil
-	case string(cluster.Up):
-		return []cluster.Direction{cluster.Up}, nil
-	case string(cluster.Down):
-		return []cluster.Direction{cluster.Down}, nil
+		return []netproxy.Direction{netproxy.Up, netproxy.Down}, nil
+	case string(netproxy.Up):
+		return []netproxy.Direction{netproxy.Up}, nil
+	case string(netproxy.Down):
+		return []netproxy.Direction{netproxy.Down}, nil
 	}
 	return nil, fmt.Errorf("direction %q: want up (towards the server), down (replies) or both", d)
 }
 
 // network is env's Net, or why there is none.
-func network(env *Env) (*cluster.Net, error) {
+func network(env *Env) (*netproxy.Net, error) {
 	if env.Cluster == nil {
 		return nil, fmt.Errorf("network faults: %w", ErrNeedsCluster)
 	}
@@ -250,7 +252,7 @@ func (f *netFault) Inject(_ context.Context, env *Env) error {
 // detail says exactly what was done, for reports: "latency 800ms±50ms up on client:0->store".
 func (f *netFault) detail(links []string) string {
 	what := string(f.toxic.Kind)
-	if f.toxic.Kind == cluster.Latency {
+	if f.toxic.Kind == netproxy.Latency {
 		what = fmt.Sprintf("latency %s±%s", f.toxic.Latency, f.toxic.Jitter)
 	}
 	dir := string(f.dirs[0])
@@ -282,7 +284,7 @@ func (f *netFault) Heal(_ context.Context, env *Env) error {
 
 // removeAll takes toxics off their links; it returns those it could not take off and
 // every failure.
-func removeAll(n *cluster.Net, toxics []placed) (left []placed, err error) {
+func removeAll(n *netproxy.Net, toxics []placed) (left []placed, err error) {
 	var errs []error
 	for _, p := range toxics {
 		if err := n.RemoveToxic(p.link, p.name); err != nil {

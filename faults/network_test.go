@@ -11,6 +11,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/cluster/netproxy"
 	"github.com/locklab/locklab/histories"
 )
 
@@ -99,7 +100,7 @@ func TestTargetsThatMatchNoLinkSayWhichExist(t *testing.T) {
 }
 
 // toxicsByLink counts the toxics on every link.
-func toxicsByLink(t *testing.T, n *cluster.Net) map[string]int {
+func toxicsByLink(t *testing.T, n *netproxy.Net) map[string]int {
 	t.Helper()
 	got := map[string]int{}
 	for _, l := range n.Links() {

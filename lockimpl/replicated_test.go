@@ -10,6 +10,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/cluster/netproxy"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -111,7 +112,7 @@ func TestFailoverClientDialsThroughTheClientsLinks(t *testing.T) {
 	b := replicatedLocker(t, c, "setnx", 1, 300*time.Millisecond)
 	// Client 0's link to the primary swallows everything; client 1's is clean.
 	link := cluster.ClientLink(0, c.Lock[0].Name())
-	name, err := c.Net.AddToxic(link, cluster.Toxic{Kind: cluster.Blackhole, Direction: cluster.Up})
+	name, err := c.Net.AddToxic(link, netproxy.Toxic{Kind: netproxy.Blackhole, Direction: netproxy.Up})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/cluster/netproxy"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -608,7 +609,7 @@ func TestRueidislockContextOutlivesKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	link := cluster.ClientLink(0, c.Lock[0].Name())
-	toxic, err := c.Net.AddToxic(link, cluster.Toxic{Kind: cluster.Blackhole, Direction: cluster.Up})
+	toxic, err := c.Net.AddToxic(link, netproxy.Toxic{Kind: netproxy.Blackhole, Direction: netproxy.Up})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,10 @@ import (
 	"github.com/locklab/locklab/plan"
 )
 
-// Scenarios whose fault is in the network (cluster.Net). Each is scripted with triggers,
-// so the fault strikes at the same step of the same client every run, and built on margins
-// of a hundred milliseconds or more (see each scenario's description for its timeline).
+// Scenarios whose fault is in the network (Cluster.Net, a netproxy.Net). Each is scripted
+// with triggers, so the fault strikes at the same step of the same client every run, and
+// built on margins of a hundred milliseconds or more (see each scenario's description for
+// its timeline).
 
 func TestSlowWrite(t *testing.T) {
 	cases := []struct {

@@ -9,7 +9,7 @@
 # the binary on stdout; everything else goes to stderr.
 #
 # Cache: $LOCKLAB_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/locklab (the place the
-# process backend looks, see cluster/faketime.go): the binary is
+# process backend looks, see cluster/faketime/faketime.go): the binary is
 # redis-libc-<debian version>/redis-server, and redis-libc links to the latest such
 # directory. The binary keeps the name redis-server, so that its processes are named
 # like every other redis-server (pgrep redis-server finds them).

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/locklab/locklab/cluster"
 )
 
@@ -64,6 +66,14 @@ func Node(t testing.TB, cfg cluster.NodeConfig) cluster.Node {
 	}
 	logOnFailure(t, n)
 	return n
+}
+
+// Client is a go-redis client for addr, closed at cleanup.
+func Client(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // logTail is how many lines of each server's log a failed test shows.

@@ -1,4 +1,4 @@
-package cluster_test
+package netproxy_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/cluster/netproxy"
 )
 
 // These tests bound a time through a link only from below (a delayed reply took at least
@@ -19,7 +20,7 @@ import (
 // machine could break.
 
 func TestLinkIsOnePerNameAndRefusesAnotherUpstream(t *testing.T) {
-	n := cluster.NewNet()
+	n := netproxy.NewNet()
 	t.Cleanup(func() { n.Close() })
 	a, err := n.Link("client:0->lock-0", "127.0.0.1:1")
 	if err != nil {
@@ -65,74 +66,36 @@ func TestLinkIsOnePerNameAndRefusesAnotherUpstream(t *testing.T) {
 	}
 }
 
-func TestEndpointsAreEachClientsOwnLinksToTheRightServer(t *testing.T) {
-	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Nodes, Nodes: 2})
-	ctx := context.Background()
-	// Each server knows its own name, so a reply says which server answered.
-	for _, n := range c.Nodes() {
-		if err := client(t, n.Addr()).Set(ctx, "whoami", n.Name(), 0).Err(); err != nil {
-			t.Fatal(err)
-		}
+// linkTo starts one server and a Net with one link to it, named as client 0's link to
+// lock-0; it returns the Net, the link's name and address, and the server's own address.
+func linkTo(tb testing.TB) (n *netproxy.Net, link, listen, server string) {
+	tb.Helper()
+	server = clustertest.Node(tb, cluster.NodeConfig{Name: "lock-0"}).Addr()
+	n, link = netproxy.NewNet(), "client:0->lock-0"
+	tb.Cleanup(func() { n.Close() }) // before the server stops
+	listen, err := n.Link(link, server)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	seen := map[string]string{} // address -> link
-	for cl := range 2 {
-		ep, err := c.Endpoints(cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs := append(slices.Clone(ep.Lock), ep.Store)
-		names := []string{"lock-0", "lock-1", "store"}
-		for i, addr := range addrs {
-			link := cluster.ClientLink(cl, names[i])
-			if prev, dup := seen[addr]; dup {
-				t.Fatalf("%s and %s share the address %s", prev, link, addr)
-			}
-			seen[addr] = link
-			if got, err := client(t, addr).Get(ctx, "whoami").Result(); err != nil || got != names[i] {
-				t.Errorf("through %s (%s): whoami = %q, %v; want %q", link, addr, got, err, names[i])
-			}
-		}
-		again, err := c.Endpoints(cl)
-		if err != nil || !slices.Equal(again.Lock, ep.Lock) || again.Store != ep.Store {
-			t.Errorf("Endpoints(%d) changed: %+v then %+v (%v)", cl, ep, again, err)
-		}
-	}
-	for _, n := range c.Nodes() {
-		if _, direct := seen[n.Addr()]; direct {
-			t.Errorf("%s is reached at its own address, not through a link", n.Name())
-		}
-	}
-	want := []string{"client:0->lock-0", "client:0->lock-1", "client:0->store", "client:1->lock-0", "client:1->lock-1", "client:1->store"}
-	if got := c.Net.Links(); !slices.Equal(got, want) {
-		t.Errorf("links = %q, want %q", got, want)
-	}
-	// Without a Net the servers' own addresses are used.
-	bare := &cluster.Cluster{Lock: c.Lock, Store: c.Store}
-	if ep, err := bare.Endpoints(0); err != nil || ep.Store != c.Store.Addr() || !slices.Equal(ep.Lock, c.LockAddrs()) {
-		t.Errorf("Endpoints without a Net = %+v, %v; want the servers' addresses", ep, err)
-	}
+	return n, link, listen, server
 }
 
-// linked starts one server and returns the cluster, the link of client 0 to it, and a
-// connected client on that link and one on the server's own address.
-func linked(t *testing.T) (c *cluster.Cluster, link string, through, direct *redis.Client) {
+// linked starts one server behind a link and returns the Net, the link, its address, and
+// a connected client on that link and one on the server's own address.
+func linked(t *testing.T) (n *netproxy.Net, link, listen string, through, direct *redis.Client) {
 	t.Helper()
-	c = clustertest.Start(t, cluster.Topology{Kind: cluster.Single})
-	ep, err := c.Endpoints(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	through, direct = client(t, ep.Lock[0]), client(t, c.Lock[0].Addr())
+	n, link, listen, server := linkTo(t)
+	through, direct = clustertest.Client(t, listen), clustertest.Client(t, server)
 	for _, rdb := range []*redis.Client{through, direct} {
 		if err := rdb.Ping(context.Background()).Err(); err != nil { // connect before any toxic
 			t.Fatal(err)
 		}
 	}
-	return c, cluster.ClientLink(0, c.Lock[0].Name()), through, direct
+	return n, link, listen, through, direct
 }
 
 // toxic adds tx to link and removes it at cleanup (or earlier, by calling the result).
-func toxic(t *testing.T, n *cluster.Net, link string, tx cluster.Toxic) (remove func()) {
+func toxic(t *testing.T, n *netproxy.Net, link string, tx netproxy.Toxic) (remove func()) {
 	t.Helper()
 	name, err := n.AddToxic(link, tx)
 	if err != nil {
@@ -178,10 +141,10 @@ func incrThrough(t *testing.T, through, direct *redis.Client, key string, limit 
 }
 
 func TestLatencyDelaysOnlyTheDirectionAsked(t *testing.T) {
-	c, link, through, direct := linked(t)
+	n, link, _, through, direct := linked(t)
 	const lat = 300 * time.Millisecond
 
-	remove := toxic(t, c.Net, link, cluster.Toxic{Kind: cluster.Latency, Direction: cluster.Down, Latency: lat})
+	remove := toxic(t, n, link, netproxy.Toxic{Kind: netproxy.Latency, Direction: netproxy.Down, Latency: lat})
 	applied, replied, err := incrThrough(t, through, direct, "down", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +155,7 @@ func TestLatencyDelaysOnlyTheDirectionAsked(t *testing.T) {
 	}
 	remove()
 
-	toxic(t, c.Net, link, cluster.Toxic{Kind: cluster.Latency, Direction: cluster.Up, Latency: lat, Jitter: 50 * time.Millisecond})
+	toxic(t, n, link, netproxy.Toxic{Kind: netproxy.Latency, Direction: netproxy.Up, Latency: lat, Jitter: 50 * time.Millisecond})
 	applied, replied, err = incrThrough(t, through, direct, "up", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -204,10 +167,10 @@ func TestLatencyDelaysOnlyTheDirectionAsked(t *testing.T) {
 }
 
 func TestBlackholeSwallowsAndHealRestores(t *testing.T) {
-	c, link, through, direct := linked(t)
+	n, link, _, through, direct := linked(t)
 	ctx := context.Background()
 
-	remove := toxic(t, c.Net, link, cluster.Toxic{Kind: cluster.Blackhole, Direction: cluster.Up})
+	remove := toxic(t, n, link, netproxy.Toxic{Kind: netproxy.Blackhole, Direction: netproxy.Up})
 	applied, _, err := incrThrough(t, through, direct, "up", 300*time.Millisecond)
 	if !isTimeout(err) || applied >= 0 {
 		t.Errorf("up blackhole: INCR = %v, applied after %s; want a timeout and nothing applied", err, applied)
@@ -217,7 +180,7 @@ func TestBlackholeSwallowsAndHealRestores(t *testing.T) {
 		t.Fatalf("PING after healing the up blackhole: %v", err)
 	}
 
-	remove = toxic(t, c.Net, link, cluster.Toxic{Kind: cluster.Blackhole, Direction: cluster.Down})
+	remove = toxic(t, n, link, netproxy.Toxic{Kind: netproxy.Blackhole, Direction: netproxy.Down})
 	applied, _, err = incrThrough(t, through, direct, "down", 300*time.Millisecond)
 	if !isTimeout(err) || applied < 0 {
 		t.Errorf("down blackhole: INCR = %v, applied after %s; want a timeout for a command the server applied", err, applied)
@@ -226,23 +189,19 @@ func TestBlackholeSwallowsAndHealRestores(t *testing.T) {
 	if err := through.Ping(ctx).Err(); err != nil {
 		t.Fatalf("PING after healing the down blackhole: %v", err)
 	}
-	if names, err := c.Net.Toxics(link); err != nil || len(names) != 0 {
+	if names, err := n.Toxics(link); err != nil || len(names) != 0 {
 		t.Fatalf("toxics after healing: %q, %v", names, err)
 	}
 }
 
 func TestResetBreaksTheConnection(t *testing.T) {
-	c, link, through, _ := linked(t)
-	ep, err := c.Endpoints(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, link, listen, through, _ := linked(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, dir := range []cluster.Direction{cluster.Up, cluster.Down} {
-		remove := toxic(t, c.Net, link, cluster.Toxic{Kind: cluster.Reset, Direction: dir})
+	for _, dir := range []netproxy.Direction{netproxy.Up, netproxy.Down} {
+		remove := toxic(t, n, link, netproxy.Toxic{Kind: netproxy.Reset, Direction: dir})
 		// An open connection, and one opened while the toxic is in place (a true RST).
-		for _, rdb := range []*redis.Client{through, client(t, ep.Lock[0])} {
+		for _, rdb := range []*redis.Client{through, clustertest.Client(t, listen)} {
 			err := rdb.Ping(ctx).Err()
 			t.Logf("reset %s: PING = %v", dir, err)
 			if err == nil || isTimeout(err) {
@@ -257,18 +216,18 @@ func TestResetBreaksTheConnection(t *testing.T) {
 }
 
 func TestRemoveToxicTakesOffOnlyItsToxicAndIsIdempotent(t *testing.T) {
-	n := cluster.NewNet()
+	n := netproxy.NewNet()
 	t.Cleanup(func() { n.Close() })
 	for _, l := range []string{"a->b", "c->d"} {
 		if _, err := n.Link(l, "127.0.0.1:1"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	keep, err := n.AddToxic("a->b", cluster.Toxic{Kind: cluster.Latency, Direction: cluster.Up, Latency: time.Second})
+	keep, err := n.AddToxic("a->b", netproxy.Toxic{Kind: netproxy.Latency, Direction: netproxy.Up, Latency: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	drop, err := n.AddToxic("a->b", cluster.Toxic{Kind: cluster.Blackhole, Direction: cluster.Up})
+	drop, err := n.AddToxic("a->b", netproxy.Toxic{Kind: netproxy.Blackhole, Direction: netproxy.Up})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,18 +239,18 @@ func TestRemoveToxicTakesOffOnlyItsToxicAndIsIdempotent(t *testing.T) {
 	if got, _ := n.Toxics("a->b"); !slices.Equal(got, []string{keep}) {
 		t.Fatalf("toxics = %q, want only %q", got, keep)
 	}
-	for _, bad := range []cluster.Toxic{
-		{Kind: cluster.Latency, Direction: cluster.Up},                                                // no latency
-		{Kind: cluster.Latency, Direction: cluster.Up, Latency: time.Second, Jitter: 2 * time.Second}, // jitter > latency
-		{Kind: cluster.Blackhole, Direction: "sideways"},                                              // no such direction
-		{Kind: cluster.Reset, Direction: cluster.Down, Latency: time.Second},                          // reset takes no latency
-		{Kind: "meteor", Direction: cluster.Down},                                                     // no such kind
+	for _, bad := range []netproxy.Toxic{
+		{Kind: netproxy.Latency, Direction: netproxy.Up},                                                // no latency
+		{Kind: netproxy.Latency, Direction: netproxy.Up, Latency: time.Second, Jitter: 2 * time.Second}, // jitter > latency
+		{Kind: netproxy.Blackhole, Direction: "sideways"},                                               // no such direction
+		{Kind: netproxy.Reset, Direction: netproxy.Down, Latency: time.Second},                          // reset takes no latency
+		{Kind: "meteor", Direction: netproxy.Down},                                                      // no such kind
 	} {
 		if _, err := n.AddToxic("c->d", bad); err == nil {
 			t.Errorf("AddToxic(%+v) accepted", bad)
 		}
 	}
-	if _, err := n.AddToxic("x->y", cluster.Toxic{Kind: cluster.Reset, Direction: cluster.Down}); err == nil {
+	if _, err := n.AddToxic("x->y", netproxy.Toxic{Kind: netproxy.Reset, Direction: netproxy.Down}); err == nil {
 		t.Error("a toxic was added to a link that does not exist")
 	}
 }
@@ -305,14 +264,10 @@ func isTimeout(err error) bool {
 // the server's own address and through a clean link, and reports the mean round trip of
 // each and their difference.
 func BenchmarkPingDirectAndThroughLink(b *testing.B) {
-	c := clustertest.Start(b, cluster.Topology{Kind: cluster.Single})
-	ep, err := c.Endpoints(0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, _, listen, server := linkTo(b)
 	ctx := context.Background()
 	var clients [2]*redis.Client
-	for i, addr := range []string{c.Lock[0].Addr(), ep.Lock[0]} {
+	for i, addr := range []string{server, listen} {
 		clients[i] = redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, PoolSize: 1})
 		defer clients[i].Close()
 		if err := clients[i].Ping(ctx).Err(); err != nil {
