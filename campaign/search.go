@@ -331,7 +331,7 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 	var key string
 	shrink := false
 	s.mu.Lock()
-	s.sum.addRun(p, rep, rec)
+	s.sum.addRun(p, rep, rec, by)
 	if len(illegal) > 0 {
 		for _, c := range s.classes {
 			if len(c.Detects(p, illegal)) > 0 {

@@ -46,6 +46,10 @@ type Summary struct {
 	PlansPerImpl   map[string]int `json:"plans_per_impl"`
 	PlansPerFault  map[string]int `json:"plans_per_fault"` // plans with at least one fault of the kind ("none": without faults)
 
+	// Claims counts, per implementation, the (plan, property) pairs that an expectation
+	// rule claims, by verdict: what a count of false alarms is measured over.
+	Claims map[string]ClaimCount `json:"claims,omitempty"`
+
 	Violations     map[lin.Property]int `json:"violations"`        // runs with the property illegal
 	Unknown        map[lin.Property]int `json:"unknown,omitempty"` // runs whose checker ran out of time on it
 	SafeViolations int                  `json:"safe_configuration_violations"`
@@ -162,7 +166,7 @@ func newSummary(o SearchOptions, sp Space) *Summary {
 		PlansPerImpl: map[string]int{}, PlansPerFault: map[string]int{},
 		Violations: map[lin.Property]int{}, Unknown: map[lin.Property]int{},
 		FirstViolation: map[lin.Property]First{}, FirstDetection: map[string]First{},
-		Unconfirmed: map[string]int{}, Searched: map[string]bool{},
+		Unconfirmed: map[string]int{}, Searched: map[string]bool{}, Claims: map[string]ClaimCount{},
 	}
 	if o.Class != nil {
 		s.Class = o.Class.ID
@@ -204,10 +208,44 @@ func (s *Summary) countPlan(p plan.Plan) {
 	}
 }
 
-// addRun counts a finished run of a generated plan.
-func (s *Summary) addRun(p plan.Plan, rep runner.Report, rec *RunRecord) {
+// ClaimCount counts (plan, property) pairs that a rule claims to hold: the ones the
+// checker found to hold, violated (safe-configuration violations) or could not decide.
+// Properties with nothing to check (n/a) are not counted.
+type ClaimCount struct {
+	Held      int `json:"held"`
+	Violated  int `json:"violated"`
+	Undecided int `json:"undecided"`
+}
+
+// Decided is the pairs the checker decided: the claims put to the test.
+func (c ClaimCount) Decided() int { return c.Held + c.Violated }
+
+// Add adds d's counts to c.
+func (c *ClaimCount) Add(d ClaimCount) {
+	c.Held, c.Violated, c.Undecided = c.Held+d.Held, c.Violated+d.Violated, c.Undecided+d.Undecided
+}
+
+// addRun counts a finished run of a generated plan; by is what the rules claim for it.
+func (s *Summary) addRun(p plan.Plan, rep runner.Report, rec *RunRecord, by map[lin.Property]string) {
 	s.Runs++
 	s.countPlan(p)
+	if len(by) > 0 {
+		c := s.Claims[p.Impl]
+		for _, pr := range rep.Result.Properties {
+			if by[pr.Property] == "" {
+				continue
+			}
+			switch pr.Verdict {
+			case lin.OK:
+				c.Held++
+			case lin.Illegal:
+				c.Violated++
+			case lin.Unknown:
+				c.Undecided++
+			}
+		}
+		s.Claims[p.Impl] = c
+	}
 	g := s.group(p)
 	g.Runs++
 	g.RunTime = plan.D(g.RunTime.D() + rep.RunTime)
@@ -352,7 +390,7 @@ func Merge(out string, dirs []string, sums []*Summary) *Summary {
 		PlansPerImpl: map[string]int{}, PlansPerFault: map[string]int{},
 		Violations: map[lin.Property]int{}, Unknown: map[lin.Property]int{},
 		FirstViolation: map[lin.Property]First{}, FirstDetection: map[string]First{},
-		Unconfirmed: map[string]int{}, Searched: map[string]bool{},
+		Unconfirmed: map[string]int{}, Searched: map[string]bool{}, Claims: map[string]ClaimCount{},
 	}
 	mixed, minutes := false, 0.0
 	for k, s := range sums {
@@ -399,6 +437,11 @@ func Merge(out string, dirs []string, sums []*Summary) *Summary {
 		}
 		for c, n := range s.Unconfirmed {
 			m.Unconfirmed[c] += n
+		}
+		for impl, c := range s.Claims {
+			mc := m.Claims[impl]
+			mc.Add(c)
+			m.Claims[impl] = mc
 		}
 		for k, v := range s.PlansPerImpl {
 			m.PlansPerImpl[k] += v

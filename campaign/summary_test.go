@@ -38,12 +38,12 @@ func sampleSummary(t *testing.T, shard Shard) *Summary {
 	add := func(p plan.Plan, i int, illegal, safeProps []lin.Property) {
 		rep := runner.Report{Plan: p, Result: res(illegal...), Ops: 100, RunTime: time.Second}
 		rec := &RunRecord{Index: i, Illegal: illegal, Safe: safeProps}
-		s.addRun(p, rep, rec)
+		by := map[lin.Property]string{}
+		for _, prop := range safeProps {
+			by[prop] = "full-fencing-single-server"
+		}
+		s.addRun(p, rep, rec, by)
 		if len(illegal) > 0 {
-			by := map[lin.Property]string{}
-			for _, prop := range safeProps {
-				by[prop] = "full-fencing-single-server"
-			}
 			f := s.addFailure(p, i, rep, rec, []string{"pause-past-ttl"}, by, time.Duration(i)*time.Second, "runs/0000"+string(rune('0'+i)))
 			f.Saved, f.Report, f.Reproduced, f.Confirms, f.Target = "failures/x/plan.json", "failures/x/report", 1, 1, illegal[0]
 			small := Size{Faults: 1, Clients: 2, Keys: 1, Ops: 40, Duration: plan.D(time.Second)}
@@ -68,6 +68,10 @@ func TestSummaryCounts(t *testing.T) {
 	}
 	if f := s.FirstViolation[lin.P1]; f.Run != 0 || f.Runs != 1 {
 		t.Errorf("first P1: %+v", f)
+	}
+	// Only the claimed pair counts: fenced's P2, violated; nothing is claimed for setnx.
+	if c := s.Claims["fenced"]; c != (ClaimCount{Violated: 1}) || len(s.Claims) != 1 {
+		t.Errorf("claims %+v", s.Claims)
 	}
 	dir := t.TempDir()
 	if err := WriteSummary(dir, s); err != nil {
@@ -109,7 +113,7 @@ func TestOnlyConfirmedDetectionsCount(t *testing.T) {
 	p := plan.Default()
 	rep := runner.Report{Plan: p, Result: lin.Result{Verdict: lin.Illegal}, Ops: 10}
 	rec := &RunRecord{Index: 0, Illegal: []lin.Property{lin.P1}}
-	s.addRun(p, rep, rec)
+	s.addRun(p, rep, rec, nil)
 	f := s.addFailure(p, 0, rep, rec, []string{"pause-past-ttl"}, nil, time.Second, "runs/00000")
 	if s.Detected || len(s.FirstDetection) != 0 || s.OK() {
 		t.Fatalf("an unconfirmed detection counted: detected %v, first %v, ok %v", s.Detected, s.FirstDetection, s.OK())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/campaign/detection"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/plan"
 )
@@ -31,14 +32,14 @@ func medianWorst[T int | plan.Duration](xs []T, less func(a, b T) bool) (T, T) {
 }
 
 // DetectionMarkdown renders the result as BENCHMARKS.md's time-to-detection section.
-func DetectionMarkdown(r campaign.DetectionResult, command string) string {
+func DetectionMarkdown(r detection.Result, command string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Produced by `%s` on %s (%s, %s in all). Each class: %d class searches (seeds %d…%d), each until the first detection or %d plans; a search draws random plans from the class's space only (its implementation and fault kinds, never times, targets or points).\n\n",
+	fmt.Fprintf(&b, "Produced by `%s` on %s (%s, %s in all). Each class: %d class searches (seeds %d…%d), each until the first confirmed detection or %d plans; a search draws random plans from the class's space only (its implementation and fault kinds, never times, targets or points). A detection counts only when a re-run of its plan shows the class again, and its time is when that confirmation ended; detections that did not reproduce are in the last column.\n\n",
 		command, r.Started.Format(time.RFC3339), r.GoVersion, r.Elapsed.D().Round(time.Second), r.Seeds, r.FirstSeed, r.FirstSeed+int64(r.Seeds)-1, r.MaxRuns)
 	if r.Interrupted {
 		b.WriteString("**Interrupted:** the rows below are what was measured before.\n\n")
 	}
-	b.WriteString("| class | detects | found | median time | worst time | median plans | worst plans | shrunk counterexample (first seed) |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| class | detects | found | median time | worst time | median plans | worst plans | shrunk counterexample (first seed) | unconfirmed |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
 		mt, wt := medianWorst(row.Times, func(a, b plan.Duration) bool { return a.D() < b.D() })
 		mp, wp := medianWorst(row.Plans, func(a, b int) bool { return a < b })
@@ -48,7 +49,7 @@ func DetectionMarkdown(r campaign.DetectionResult, command string) string {
 		}
 		found := fmt.Sprintf("%d/%d", row.Found, row.Seeds)
 		if row.Found == 0 {
-			fmt.Fprintf(&b, "| %s | %s | %s | — | — | — | — | %s |\n", row.Class, lin.JoinProperties(row.Detect, ", "), found, shrunk)
+			fmt.Fprintf(&b, "| %s | %s | %s | — | — | — | — | %s | %d |\n", row.Class, lin.JoinProperties(row.Detect, ", "), found, shrunk, row.Unconfirmed)
 			continue
 		}
 		worst := wt.D().Round(100 * time.Millisecond).String()
@@ -56,9 +57,19 @@ func DetectionMarkdown(r campaign.DetectionResult, command string) string {
 		if row.Found < row.Seeds {
 			worst, worstPlans = "> "+worst+" (missed)", fmt.Sprintf("> %d (missed)", r.MaxRuns)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %s | %s |\n", row.Class, lin.JoinProperties(row.Detect, ", "), found,
-			mt.D().Round(100*time.Millisecond), worst, mp, worstPlans, shrunk)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %s | %s | %d |\n", row.Class, lin.JoinProperties(row.Detect, ", "), found,
+			mt.D().Round(100*time.Millisecond), worst, mp, worstPlans, shrunk, row.Unconfirmed)
 	}
-	fmt.Fprintf(&b, "\nFalse alarms: **%d** safe-configuration violations in %d fault-free plans on every correct implementation (%d failed to run).\n", r.FalseAlarms, r.SafeRuns, r.SafeErrors)
+	if len(r.FalseAlarms) == 0 {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "\nFalse alarms, counted only where the models make a claim: per correct implementation, fault-free calm plans (critical sections well inside the lease) until at least %d (plan, property) pairs that an expectation rule claims were decided by the checkers. A violated claimed pair is a false alarm.\n\n", r.ClaimedPairs)
+	b.WriteString("| implementation | plans | claimed pairs decided | false alarms | undecided (checker timeout) | failed to run |\n|---|---|---|---|---|---|\n")
+	var total campaign.ClaimCount
+	for _, fa := range r.FalseAlarms {
+		total.Add(fa.Claims)
+		fmt.Fprintf(&b, "| %s | %d | %d | **%d** | %d | %d |\n", fa.Impl, fa.Plans, fa.Claims.Decided(), fa.Claims.Violated, fa.Claims.Undecided, fa.Errors)
+	}
+	fmt.Fprintf(&b, "| all | | %d | **%d** | %d | |\n", total.Decided(), total.Violated, total.Undecided)
 	return b.String()
 }

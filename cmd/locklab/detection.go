@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/campaign/detection"
 	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/report"
 )
@@ -25,7 +26,7 @@ const (
 
 func newDetectionCmd() *cobra.Command {
 	var (
-		o        campaign.DetectionOptions
+		o        detection.Options
 		classes  []string
 		markdown string
 	)
@@ -35,10 +36,12 @@ func newDetectionCmd() *cobra.Command {
 		Long: `Detection measures how fast random search finds each bug class of the catalog and
 each mutant: for every class, --seeds class searches (seeds --seed, --seed+1, …), each
 drawing plans only from the class's space (its implementation and fault kinds) until
-the class's first detection or --max-runs plans. It reports the median and worst time
-and number of plans to the first detection, the shrunk size of the first seed's
-counterexample (with --shrink), and the false alarms of --safe-runs fault-free plans
-per seed on every correct implementation. It writes detection.json and detection.md to
+the class's first detection confirmed by a re-run, or --max-runs plans. It reports the
+median and worst time and number of plans to the first confirmed detection, the shrunk
+size of the first seed's counterexample (with --shrink), the detections that did not
+reproduce, and per correct implementation the false alarms of fault-free calm plans,
+run until --claimed-pairs (plan, property) pairs that an expectation rule claims were
+decided. It writes detection.json and detection.md to
 --out; with --markdown FILE the table replaces what is between the lines
 ` + detectionBegin + ` and ` + detectionEnd + ` in FILE.
 
@@ -63,15 +66,18 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 				}
 				o.Classes = append(o.Classes, c)
 			}
-			if o.Seeds < 1 || o.MaxRuns < 1 || o.SafeRuns < 0 || o.Parallel < 1 {
-				return &statusError{exitError, errors.New("flags --seeds, --max-runs and --parallel must be at least 1, --safe-runs at least 0")}
+			if cmd.Flags().Changed("claimed-pairs") && o.ClaimedPairs == 0 {
+				o.ClaimedPairs = -1 // none: no false-alarm campaigns
+			}
+			if o.Seeds < 1 || o.MaxRuns < 1 || o.Parallel < 1 || (o.ClaimedPairs < 0 && o.ClaimedPairs != -1) {
+				return &statusError{exitError, errors.New("flags --seeds, --max-runs and --parallel must be at least 1, --claimed-pairs at least 0")}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			w := cmd.ErrOrStderr()
 			o.Progress = func(line string) { fmt.Fprintln(w, line) }
 			o.Render = report.WriteCampaign
-			res, err := campaign.Detection(ctx, o)
+			res, err := detection.Run(ctx, o)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
@@ -107,8 +113,12 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 					missed = append(missed, fmt.Sprintf("%s (%d/%d)", r.Class, r.Found, r.Seeds))
 				}
 			}
-			if len(missed) > 0 || res.FalseAlarms > 0 {
-				return &statusError{exitViolation, fmt.Errorf("missed: %s; false alarms: %d", strings.Join(missed, ", "), res.FalseAlarms)}
+			alarms := 0
+			for _, fa := range res.FalseAlarms {
+				alarms += fa.Claims.Violated
+			}
+			if len(missed) > 0 || alarms > 0 {
+				return &statusError{exitViolation, fmt.Errorf("missed: %s; false alarms: %d", strings.Join(missed, ", "), alarms)}
 			}
 			return nil
 		},
@@ -118,7 +128,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 	f.IntVar(&o.Seeds, "seeds", 10, "class searches per class")
 	f.Int64Var(&o.Seed, "seed", 1, "the first seed")
 	f.IntVar(&o.MaxRuns, "max-runs", 60, "plans per class search at most")
-	f.IntVar(&o.SafeRuns, "safe-runs", 10, "fault-free plans per seed on the correct implementations, for false alarms")
+	f.IntVar(&o.ClaimedPairs, "claimed-pairs", 1000, "per correct implementation, claimed (plan, property) pairs to decide in fault-free calm plans, for false alarms (0: skip)")
 	f.IntVar(&o.Parallel, "parallel", 1, "plans at once within a search")
 	f.BoolVar(&o.Shrink, "shrink", false, "shrink the first seed's detection of each class")
 	f.DurationVar(&o.ShrinkTime, "shrink-time", 0, "time to spend shrinking one detection (0: the campaign default)")

@@ -1,0 +1,236 @@
+package detection
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/locklab/locklab/campaign"
+	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/plan"
+)
+
+// Options configure the time-to-detection benchmark: for each bug class, class
+// searches from Seeds seeds, each until its first confirmed detection or MaxRuns plans;
+// then, per correct implementation, fault-free calm campaigns until ClaimedPairs
+// (plan, property) pairs that the expectation rules claim have been decided, which
+// counts false alarms where the models make a claim.
+type Options struct {
+	Registry *lockimpl.Registry
+	Classes  []string // class IDs; empty: every class
+	Seeds    int      // searches per class; 0: 10
+	Seed     int64    // the first seed; the others follow it
+	MaxRuns  int      // plans per search at most; 0: 60
+	// ClaimedPairs is how many claimed (plan, property) pairs the checkers must decide per
+	// correct implementation before its false alarms are counted; 0: 1000, negative: none.
+	ClaimedPairs int
+	// Impls are the correct implementations whose false alarms are counted; empty: every
+	// correct implementation of the registry.
+	Impls []string
+	Parallel     int    // plans at once within a search; 0: 1
+	Out          string // output directory (required)
+	// Shrink shrinks the first seed's detection of each class, to report how small the
+	// counterexample gets; the other seeds only time the detection.
+	Shrink     bool
+	ShrinkTime time.Duration // per shrink; 0: the search's default
+	Progress   func(string)  // one line per finished search; nil: silent
+	// Render is passed to every search (campaign.SearchOptions.Render).
+	Render func(dir string, s *campaign.Summary) error
+}
+
+// Row is one class's result over its seeds.
+type Row struct {
+	Class  string            `json:"class"`
+	Detect []lin.Property    `json:"detect"`
+	Seeds  int               `json:"seeds"`
+	Found  int               `json:"found"`
+	Times  []plan.Duration   `json:"times"` // per seed that found it: time to the first detection
+	Plans  []int             `json:"plans"` // per seed that found it: plans run by then, that one included
+	Missed []int64           `json:"missed,omitempty"`
+	Shrunk *campaign.Failure `json:"shrunk,omitempty"` // the first seed's detection, shrunk
+	// Unconfirmed counts detections whose re-runs did not show the class again: never
+	// counted as found.
+	Unconfirmed int            `json:"unconfirmed,omitempty"`
+	Elapsed     plan.Duration  `json:"elapsed"`
+	Space       campaign.Space `json:"space"`
+}
+
+// FalseAlarms is one implementation's false-alarm count: over how many claimed
+// (plan, property) pairs, from how many plans, and how many were violated.
+type FalseAlarms struct {
+	Impl   string              `json:"impl"`
+	Plans  int                 `json:"plans"`
+	Errors int                 `json:"errors"` // plans that failed to run
+	Claims campaign.ClaimCount `json:"claims"`
+}
+
+// Result is the whole benchmark.
+type Result struct {
+	Started   time.Time     `json:"started"`
+	Elapsed   plan.Duration `json:"elapsed"`
+	Seeds     int           `json:"seeds"`
+	FirstSeed int64         `json:"first_seed"`
+	MaxRuns   int           `json:"max_runs"`
+	Rows      []Row         `json:"rows"`
+	// FalseAlarms is, per correct implementation, what its fault-free calm plans showed
+	// on the pairs the rules claim.
+	FalseAlarms  []FalseAlarms `json:"false_alarms"`
+	ClaimedPairs int           `json:"claimed_pairs"` // the target per implementation
+	GoVersion    string        `json:"go_version"`
+	Interrupted  bool          `json:"interrupted,omitempty"`
+}
+
+func (o Options) withDefaults() Options {
+	if o.Registry == nil {
+		o.Registry = lockimpl.Builtin()
+	}
+	if o.Seeds == 0 {
+		o.Seeds = 10
+	}
+	if o.MaxRuns == 0 {
+		o.MaxRuns = 60
+	}
+	if o.ClaimedPairs == 0 {
+		o.ClaimedPairs = 1000
+	}
+	return o
+}
+
+// Run runs the benchmark. A cancelled ctx ends it early; what was measured is
+// returned with Interrupted set.
+func Run(ctx context.Context, o Options) (res Result, err error) {
+	o = o.withDefaults()
+	if o.Out == "" {
+		return Result{}, fmt.Errorf("detection: no output directory")
+	}
+	if o.Seeds < 1 || o.MaxRuns < 1 {
+		return Result{}, fmt.Errorf("detection: seeds and max runs must be positive")
+	}
+	var classes []campaign.Class
+	if len(o.Classes) == 0 {
+		classes = campaign.Classes(o.Registry)
+	}
+	for _, id := range o.Classes {
+		c, err := campaign.ClassByID(o.Registry, id)
+		if err != nil {
+			return Result{}, err
+		}
+		classes = append(classes, c)
+	}
+	res = Result{Started: time.Now().UTC(), Seeds: o.Seeds, FirstSeed: o.Seed, MaxRuns: o.MaxRuns, GoVersion: runtime.Version()}
+	start := time.Now()
+	defer func() { res.Elapsed = plan.D(time.Since(start)) }()
+	for _, c := range classes {
+		row := Row{Class: c.ID, Detect: c.Detect, Seeds: o.Seeds, Space: c.Space}
+		classStart := time.Now()
+		for k := range o.Seeds {
+			seed := o.Seed + int64(k)
+			class := c
+			shrink := time.Duration(-1)
+			if o.Shrink && k == 0 {
+				shrink = o.ShrinkTime // 0: the search's default
+			}
+			sum, err := campaign.Search(ctx, campaign.SearchOptions{
+				Registry: o.Registry, Class: &class, StopAtDetection: true, Seed: seed, MaxRuns: o.MaxRuns,
+				Parallel: o.Parallel, Out: filepath.Join(o.Out, c.ID, fmt.Sprint(seed)), ShrinkTime: shrink, SafeOnly: true, Render: o.Render,
+			})
+			if ctx.Err() != nil {
+				res.Interrupted = true
+				row.Elapsed = plan.D(time.Since(classStart))
+				res.Rows = append(res.Rows, row)
+				return res, nil
+			}
+			if err != nil {
+				return res, fmt.Errorf("class %s, seed %d: %w", c.ID, seed, err)
+			}
+			row.Unconfirmed += sum.Unconfirmed[c.ID]
+			first, ok := sum.FirstDetection[c.ID]
+			if !sum.Detected || !ok {
+				row.Missed = append(row.Missed, seed)
+				o.progress("%s seed %d: not found in %d plans (%s)", c.ID, seed, sum.Runs, sum.Elapsed.D().Round(time.Second))
+				continue
+			}
+			row.Found++
+			row.Times = append(row.Times, first.After)
+			row.Plans = append(row.Plans, first.Runs)
+			if o.Shrink && k == 0 {
+				row.Shrunk = shrunkDetection(sum, c.ID)
+			}
+			o.progress("%s seed %d: found after %s, %d plans (%s)", c.ID, seed, first.After.D().Round(time.Millisecond), first.Runs, first.Plan)
+		}
+		row.Elapsed = plan.D(time.Since(classStart))
+		res.Rows = append(res.Rows, row)
+	}
+	res.ClaimedPairs = max(o.ClaimedPairs, 0)
+	for _, impl := range o.Registry.List() {
+		if impl.Mutant || o.ClaimedPairs < 0 || (len(o.Impls) > 0 && !slices.Contains(o.Impls, impl.Name)) {
+			continue
+		}
+		fa, err := falseAlarms(ctx, o, impl)
+		res.FalseAlarms = append(res.FalseAlarms, fa)
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// falseAlarms runs fault-free calm plans of impl, where the rules claim every property,
+// in batches until the checkers decided o.ClaimedPairs claimed pairs. A batch is sized
+// from what the last one yielded; a batch that decides nothing ends it.
+func falseAlarms(ctx context.Context, o Options, impl lockimpl.Impl) (FalseAlarms, error) {
+	fa := FalseAlarms{Impl: impl.Name}
+	space := campaign.Space{Impls: []string{impl.Name}, Faults: []string{campaign.NoFaults}, Calm: true}
+	perPlan := 4.0 // P1, P2, P3, L1; fewer when a property has nothing to check
+	for batch := 0; fa.Claims.Decided() < o.ClaimedPairs; batch++ {
+		left := o.ClaimedPairs - fa.Claims.Decided()
+		seed := o.Seed + int64(batch)
+		sum, err := campaign.Search(ctx, campaign.SearchOptions{
+			Registry: o.Registry, Space: space, Seed: seed, MaxRuns: int(float64(left)/perPlan) + 1,
+			Parallel: o.Parallel, Out: filepath.Join(o.Out, "fault-free", impl.Name, fmt.Sprint(seed)), SafeOnly: true, Confirm: -1, Render: o.Render,
+		})
+		if ctx.Err() != nil {
+			return fa, nil
+		}
+		if err != nil {
+			return fa, fmt.Errorf("fault-free campaign on %s, seed %d: %w", impl.Name, seed, err)
+		}
+		got := sum.Claims[impl.Name]
+		fa.Plans += sum.Runs
+		fa.Errors += sum.Errors
+		fa.Claims.Add(got)
+		o.progress("fault-free %s seed %d: %d plans, %d claimed pairs decided (%d violated, %d undecided), %d errors",
+			impl.Name, seed, sum.Runs, got.Decided(), got.Violated, got.Undecided, sum.Errors)
+		if got.Decided() == 0 {
+			return fa, fmt.Errorf("fault-free campaign on %s, seed %d: no claimed pair decided in %d plans (%d errors)", impl.Name, seed, sum.Runs, sum.Errors)
+		}
+		if sum.Runs > 0 {
+			perPlan = max(float64(got.Decided())/float64(sum.Runs), 1)
+		}
+	}
+	return fa, nil
+}
+
+func (o Options) progress(format string, args ...any) {
+	if o.Progress != nil {
+		o.Progress(fmt.Sprintf(format, args...))
+	}
+}
+
+// shrunkDetection is the class's first failure of sum, when it was shrunk.
+func shrunkDetection(sum *campaign.Summary, class string) *campaign.Failure {
+	for _, f := range sum.Failures {
+		if slices.Contains(f.Classes, class) && f.Shrunk != nil {
+			return f
+		}
+	}
+	return nil
+}

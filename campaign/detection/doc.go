@@ -1,0 +1,6 @@
+// Package detection is the time-to-detection benchmark behind BENCHMARKS.md: for each
+// known bug class, class searches from several seeds until the first confirmed
+// detection, and per correct implementation the false alarms of fault-free campaigns,
+// counted over the (plan, property) pairs the expectation rules claim. It builds on
+// campaign; report renders its result.
+package detection
