@@ -10,6 +10,7 @@ import (
 
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -67,7 +68,7 @@ type DetectionResult struct {
 
 func (o DetectionOptions) withDefaults() DetectionOptions {
 	if o.Registry == nil {
-		o.Registry = lockimpl.Builtin()
+		o.Registry = locks.All()
 	}
 	if o.Seeds == 0 {
 		o.Seeds = 10
