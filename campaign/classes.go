@@ -8,6 +8,7 @@ import (
 	"github.com/locklab/locklab/campaign/expect"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -38,7 +39,7 @@ func clientFaultKinds() []string { return []string{"client-pause", "client-crash
 // calm workloads and at least one fault, so that what it finds is the fault's doing.
 func Classes(reg *lockimpl.Registry) []Class {
 	if reg == nil {
-		reg = lockimpl.Builtin()
+		reg = locks.All()
 	}
 	p1p2 := []lin.Property{lin.P1, lin.P2}
 	fault := func(impl, kind string) Space {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	lin "github.com/locklab/locklab/linearizability"
-	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -14,7 +14,7 @@ import (
 // space holds the scenario's implementation and fault kinds, and the mutants' classes
 // count only what their correct counterpart is expected to keep.
 func TestClassesCoverTheCatalog(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	classes := Classes(reg)
 	plans, err := plan.Scenarios(reg)
 	if err != nil {

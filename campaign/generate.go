@@ -13,6 +13,7 @@ import (
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/workload"
 )
@@ -76,7 +77,7 @@ type space struct {
 // out; when none is left that is an error that says why.
 func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 	if reg == nil {
-		reg = lockimpl.Builtin()
+		reg = locks.All()
 	}
 	out := space{minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm}
 	if out.maxFaults == 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -20,7 +21,7 @@ const draws = 3000
 // TestGeneratedPlansAreValid: every plan drawn from the whole space passes Validate, and
 // its values stay in the documented ranges.
 func TestGeneratedPlansAreValid(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	gen, err := PlanGen(reg, Space{})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func TestGeneratedPlansAreValid(t *testing.T) {
 // clock mode occurs, and so do plans without faults, calm plans and plans whose work
 // outlasts the lease.
 func TestGeneratorCoversEverything(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	gen, err := PlanGen(reg, Space{})
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func TestEveryFaultKindHasAGenerator(t *testing.T) {
 // TestSpaceRestrictsTheDraws: a space's lists bound what is drawn, and a calm space draws
 // only calm plans with the minimum number of faults.
 func TestSpaceRestrictsTheDraws(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	s := Space{Impls: []string{"fenced"}, Faults: []string{"failover", "client-pause"}, Fencings: []string{"full"}, MinFaults: 1, MaxFaults: 2, Calm: true}
 	gen, err := PlanGen(reg, s)
 	if err != nil {
@@ -213,7 +214,7 @@ func TestSpaceRestrictsTheDraws(t *testing.T) {
 
 // TestSpaceErrorsNameTheKnownValues: a typo in a space is an error that lists what exists.
 func TestSpaceErrorsNameTheKnownValues(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	for _, c := range []struct {
 		s    Space
 		want string
@@ -234,7 +235,7 @@ func TestSpaceErrorsNameTheKnownValues(t *testing.T) {
 
 // TestPlanGenIsDeterministic: the same seed draws the same plan.
 func TestPlanGenIsDeterministic(t *testing.T) {
-	gen, err := PlanGen(lockimpl.Builtin(), Space{})
+	gen, err := PlanGen(locks.All(), Space{})
 	if err != nil {
 		t.Fatal(err)
 	}

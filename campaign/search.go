@@ -20,6 +20,7 @@ import (
 	"github.com/locklab/locklab/internal/rapidshrink"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/runner"
 )
@@ -155,7 +156,7 @@ func named(p plan.Plan, seed int64, i int) plan.Plan {
 // setup error (a bad space, an unwritable directory) is returned as an error.
 func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
 	if o.Registry == nil {
-		o.Registry = lockimpl.Builtin()
+		o.Registry = locks.All()
 	}
 	if o.Out == "" {
 		return nil, errors.New("campaign: no output directory")

@@ -15,7 +15,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/internal/rapidshrink"
 	lin "github.com/locklab/locklab/linearizability"
-	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/runner"
 )
@@ -23,7 +23,7 @@ import (
 // TestPlanSequenceIsDeterministic: the same campaign seed gives the same plans, another
 // seed other plans, and the shards of a campaign split its sequence without overlap.
 func TestPlanSequenceIsDeterministic(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	gen, err := PlanGen(reg, Space{})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestPlanSequenceIsDeterministic(t *testing.T) {
 // whenever it has a client pause to one pause and the fewest clients, keys and shortest
 // times; the rapid flags are back as they were afterwards.
 func TestRapidDrawsTheExampleFirst(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	gen, err := PlanGen(reg, Space{Impls: []string{"fenced"}})
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestSearchFindsShrinksAndReplaysCheckThenSet(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed")
 	}
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	class, err := ClassByID(reg, "check-then-set")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 )
 
 // failoverEnv is a replicated:3 cluster and an env with two clients over it.
@@ -124,7 +125,7 @@ func TestFailoverAtInjection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			impl, _ := lockimpl.Builtin().Get("setnx")
+			impl, _ := locks.All().Get("setnx")
 			l, err := impl.New(lockimpl.Config{Sentinels: ep.Sentinels, Master: ep.Master, Via: ep.Via, Timeout: time.Second})
 			if err != nil {
 				t.Fatal(err)

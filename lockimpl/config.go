@@ -27,8 +27,9 @@ type Config struct {
 	Timeout time.Duration // per-command network timeout; 0 → DefaultTimeout
 }
 
-// withDefaults fills in the zero fields.
-func (c Config) withDefaults() Config {
+// WithDefaults fills in the zero fields. Every implementation's constructor starts
+// with it, also those outside this package.
+func (c Config) WithDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
 	}
@@ -38,24 +39,26 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// singleAddr is the one server of a single-instance implementation.
-func (c Config) singleAddr() (string, error) {
+// SingleAddr is the one server of a single-instance implementation: an error unless
+// Addrs holds exactly one.
+func (c Config) SingleAddr() (string, error) {
 	if len(c.Addrs) != 1 {
 		return "", fmt.Errorf("single-instance lock needs exactly one address, got %d", len(c.Addrs))
 	}
 	return c.Addrs[0], nil
 }
 
-// primaryClient is the client of a lock that talks to one primary: go-redis's failover
+// PrimaryClient is the client of a lock that talks to one primary: go-redis's failover
 // client when Sentinels are given (replicated topology: it asks them for the primary
-// and follows a failover), else a client of the one address.
-func (c Config) primaryClient() (*redis.Client, error) {
+// and follows a failover), else a client of the one address (NewClient). Adapters of
+// libraries built on go-redis take their client from here.
+func (c Config) PrimaryClient() (*redis.Client, error) {
 	if len(c.Sentinels) == 0 {
-		addr, err := c.singleAddr()
+		addr, err := c.SingleAddr()
 		if err != nil {
 			return nil, err
 		}
-		return newClient(addr, c.Timeout), nil
+		return NewClient(addr, c.Timeout), nil
 	}
 	if c.Master == "" {
 		return nil, fmt.Errorf("sentinels given without the master name they monitor")
@@ -63,9 +66,10 @@ func (c Config) primaryClient() (*redis.Client, error) {
 	return newFailoverClient(c.Sentinels, c.Master, c.Via, c.Timeout), nil
 }
 
-// newClient is a go-redis client that sends each command exactly once, so that an
-// outcome is never misreported (see cluster.ExactlyOnce).
-func newClient(addr string, timeout time.Duration) *redis.Client {
+// NewClient is a go-redis client that sends each command exactly once, so that an
+// outcome is never misreported (see cluster.ExactlyOnce). Every go-redis client of a
+// lock, here or in an adapter, is built by it or by PrimaryClient.
+func NewClient(addr string, timeout time.Duration) *redis.Client {
 	return redis.NewClient(cluster.ExactlyOnce(addr, timeout))
 }
 
@@ -77,10 +81,10 @@ func newClient(addr string, timeout time.Duration) *redis.Client {
 // primary up to a second late: measured, it missed a 2 s failover's new primary for 0.9 s.
 const failoverPoolSize = 1000
 
-// newFailoverClient is newClient's counterpart for a replicated topology: go-redis's
+// newFailoverClient is NewClient's counterpart for a replicated topology: go-redis's
 // failover client, which asks the Sentinels for the primary whenever it opens a
 // connection and drops its connections to an old primary when a Sentinel announces a
-// new one. It keeps newClient's guarantees: each command is sent once (MaxRetries -1,
+// new one. It keeps NewClient's guarantees: each command is sent once (MaxRetries -1,
 // one dial attempt), the same handshake (FailoverOptions has no maintenance option:
 // the failover client always disables it), the same timeouts, also towards the
 // Sentinels. via (may be nil) redirects the addresses the Sentinels name.

@@ -1,5 +1,11 @@
-// Package lockimpl holds the Locker interface, the lock implementations under test
-// (correct ones and deliberately broken mutants) and a registry of them by name.
+// Package lockimpl holds the Locker interface and what every implementation shares
+// (Lease, the errors, Clock, StepFunc, Renewer, Config and its Redis clients), the
+// Registry type, and locklab's own locks: the correct single-instance ones (setnx,
+// fenced), the deliberately broken mutants, redlock and watchdog (Impls).
+//
+// The adapters of third-party libraries are in lockimpl/libs, the subprocess-protocol
+// clients in lockimpl/subprocess, and the registry of all of them is locks.All. This
+// package must not import lockimpl/libs, lockimpl/subprocess or locks: they import it.
 package lockimpl
 
 import (
@@ -81,9 +87,10 @@ type Renewer interface {
 	Current(lease Lease) (Lease, bool)
 }
 
-// callStep calls the Step hook fn (nil: none); its error is the injected crash and ends
-// the operation there.
-func callStep(ctx context.Context, fn StepFunc, step string) error {
+// CallStep calls the Step hook fn (nil: none); its error is the injected crash and ends
+// the operation there. Every implementation calls its hook through it, so that an
+// injected crash reads the same everywhere.
+func CallStep(ctx context.Context, fn StepFunc, step string) error {
 	if fn == nil {
 		return nil
 	}

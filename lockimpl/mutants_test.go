@@ -11,12 +11,13 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/lockimpl/locktest"
 )
 
 // Each test shows its mutant's bug on a real server, deterministically.
 
 func TestCheckThenSetBothAcquire(t *testing.T) {
-	addr, rc := server(t)
+	addr, rc := locktest.Server(t)
 	ctx := clustertest.Context(t)
 	// Each client waits after its GET until both have passed GET: the interleaving that
 	// breaks a non-atomic check.
@@ -59,7 +60,7 @@ func TestCheckThenSetBothAcquire(t *testing.T) {
 }
 
 func TestNoExpiryCrashLeavesEternalLock(t *testing.T) {
-	addr, rc := server(t)
+	addr, rc := locktest.Server(t)
 	ctx := clustertest.Context(t)
 	l := locker(t, "no-expiry", addr, func(_ context.Context, step string) error {
 		if step == lockimpl.StepAfterSetNX {
@@ -93,14 +94,14 @@ func TestNoExpiryCrashLeavesEternalLock(t *testing.T) {
 }
 
 func TestUnsafeReleaseDeletesOthersLock(t *testing.T) {
-	addr, rc := server(t)
+	addr, rc := locktest.Server(t)
 	ctx := clustertest.Context(t)
 	a, b := locker(t, "unsafe-release", addr, nil), locker(t, "unsafe-release", addr, nil)
 	stale, err := a.Acquire(ctx, "k", 20*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, rc, "k")
+	locktest.WaitGone(t, rc, "k")
 	if _, err := b.Acquire(ctx, "k", time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -39,8 +39,8 @@ var _ Locker = (*redisLock)(nil)
 
 // newRedisLock builds a lock from its two pluggable steps.
 func newRedisLock(name string, cfg Config, acquire acquireFunc, release releaseFunc) (*redisLock, error) {
-	cfg = cfg.withDefaults()
-	client, err := cfg.primaryClient()
+	cfg = cfg.WithDefaults()
+	client, err := cfg.PrimaryClient()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -58,11 +58,11 @@ func newRedisLock(name string, cfg Config, acquire acquireFunc, release releaseF
 // Acquire implements Locker. The lease's deadline counts from just before the command
 // was sent, so that it never overstates what the server granted.
 func (l *redisLock) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
-	ttl, err := checkArgs(key, ttl)
+	ttl, err := CheckArgs(key, ttl)
 	if err != nil {
 		return Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
 	}
-	token, err := newToken()
+	token, err := NewToken()
 	if err != nil {
 		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
@@ -87,7 +87,7 @@ func (l *redisLock) Release(ctx context.Context, lease Lease) error {
 
 // Extend implements Locker: if the key still holds our token, its expiry is reset to ttl.
 func (l *redisLock) Extend(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
-	ttl, err := checkArgs(lease.Key, ttl)
+	ttl, err := CheckArgs(lease.Key, ttl)
 	if err != nil {
 		return Lease{}, fmt.Errorf("%s: extend: %w", l.name, err)
 	}
@@ -111,14 +111,14 @@ func (l *redisLock) lease(key, token string, fence int64, start time.Time, ttl t
 	return Lease{Key: key, Token: token, Fence: fence, Deadline: deadline, Validity: deadline.Sub(l.clock.Now())}
 }
 
-// doStep calls the Step hook (see callStep).
+// doStep calls the Step hook (see CallStep).
 func (l *redisLock) doStep(ctx context.Context, step string) error {
-	return callStep(ctx, l.step, step)
+	return CallStep(ctx, l.step, step)
 }
 
-// checkArgs refuses what Redis would refuse, and rounds ttl down to the milliseconds
-// that PX carries.
-func checkArgs(key string, ttl time.Duration) (time.Duration, error) {
+// CheckArgs refuses what Redis would refuse, and rounds ttl down to the milliseconds
+// that PX carries. Every implementation checks its Acquire and Extend arguments with it.
+func CheckArgs(key string, ttl time.Duration) (time.Duration, error) {
 	if key == "" {
 		return 0, errors.New("empty key")
 	}
@@ -128,8 +128,8 @@ func checkArgs(key string, ttl time.Duration) (time.Duration, error) {
 	return ttl, nil
 }
 
-// newToken is a random 128-bit token, so that no two leases are ever confused.
-func newToken() (string, error) {
+// NewToken is a random 128-bit token (hex), so that no two leases are ever confused.
+func NewToken() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("random token: %w", err)

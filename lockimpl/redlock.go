@@ -44,7 +44,7 @@ var _ Locker = (*redlock)(nil)
 
 // newRedlock builds a Redlock client over cfg.Addrs, one client per node.
 func newRedlock(cfg Config) (Locker, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if len(cfg.Addrs) == 0 {
 		return nil, errors.New("redlock: needs at least one node address")
 	}
@@ -56,7 +56,7 @@ func newRedlock(cfg Config) (Locker, error) {
 		scripts: newScripts(),
 	}
 	for _, addr := range cfg.Addrs {
-		l.clients = append(l.clients, newClient(addr, cfg.Timeout))
+		l.clients = append(l.clients, NewClient(addr, cfg.Timeout))
 	}
 	return l, nil
 }
@@ -139,11 +139,11 @@ func redlockScript(s *redis.Script, key string, args ...any) func(context.Contex
 // before the first SET was sent; elapsed time is measured on the monotonic clock, which
 // a skewed or jumping client clock cannot distort.
 func (l *redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
-	ttl, err := checkArgs(key, ttl)
+	ttl, err := CheckArgs(key, ttl)
 	if err != nil {
 		return Lease{}, fmt.Errorf("redlock: acquire: %w", err)
 	}
-	token, err := newToken()
+	token, err := NewToken()
 	if err != nil {
 		return Lease{}, fmt.Errorf("redlock: acquire %q: %w", key, err)
 	}
@@ -153,7 +153,7 @@ func (l *redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	validity := ttl - time.Since(sent) - redlockDrift(ttl)
 	granted, _, _ := countReplies(sets)
 	if granted >= l.quorum && validity > 0 {
-		if err := callStep(ctx, l.step, StepGranted); err != nil {
+		if err := CallStep(ctx, l.step, StepGranted); err != nil {
 			return Lease{}, fmt.Errorf("redlock: acquire %q: %w", key, err)
 		}
 		// The docs' validity counts from the end of the attempt; on cfg.Clock that
@@ -228,7 +228,7 @@ func (l *redlock) Release(ctx context.Context, lease Lease) error {
 // than a majority can have our token; otherwise unknown: also when a majority extended
 // but too slowly, as the key then is ours for a while but we cannot vouch for how long.
 func (l *redlock) Extend(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
-	ttl, err := checkArgs(lease.Key, ttl)
+	ttl, err := CheckArgs(lease.Key, ttl)
 	if err != nil {
 		return Lease{}, fmt.Errorf("redlock: extend: %w", err)
 	}

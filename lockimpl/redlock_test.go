@@ -14,6 +14,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/lockimpl/locktest"
 )
 
 // redlockNodes starts n independent lock servers and returns them with raw clients.
@@ -32,10 +33,7 @@ func redlockNodes(t *testing.T, n int) ([]cluster.Node, []*redis.Client) {
 // redlockOn builds a redlock client over nodes, closed at cleanup; cfg.Addrs is filled in.
 func redlockOn(t *testing.T, nodes []cluster.Node, cfg lockimpl.Config) lockimpl.Locker {
 	t.Helper()
-	impl, err := lockimpl.Builtin().Get("redlock")
-	if err != nil {
-		t.Fatal(err)
-	}
+	impl := get(t, "redlock")
 	for _, n := range nodes {
 		cfg.Addrs = append(cfg.Addrs, n.Addr())
 	}
@@ -254,7 +252,7 @@ func TestRedlockRefusedWithADeadNode(t *testing.T) {
 func TestRedlockDeadlineOnTheClientClock(t *testing.T) {
 	nodes, _ := redlockNodes(t, 3)
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) // far from the real time: a skewed clock
-	clock := &steppedClock{now: start, step: 10 * time.Millisecond}
+	clock := locktest.NewSteppedClock(start, 10*time.Millisecond)
 	l := redlockOn(t, nodes, lockimpl.Config{Clock: clock})
 	ctx := clustertest.Context(t)
 	const ttl = time.Second
@@ -290,7 +288,7 @@ func TestRedlockStaleLeaseCannotHarmNewHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rc := range raw {
-		waitGone(t, rc, "k")
+		locktest.WaitGone(t, rc, "k")
 	}
 	fresh, err := b.Acquire(ctx, "k", time.Minute)
 	if err != nil {
@@ -407,10 +405,7 @@ func TestRedlockCrashAtGranted(t *testing.T) {
 }
 
 func TestRedlockNeedsNodes(t *testing.T) {
-	impl, err := lockimpl.Builtin().Get("redlock")
-	if err != nil {
-		t.Fatal(err)
-	}
+	impl := get(t, "redlock")
 	if impl.Topology != "nodes" || impl.Fencing || len(impl.Steps) != 1 || impl.Steps[0] != lockimpl.StepGranted {
 		t.Fatalf("registry entry %+v", impl)
 	}

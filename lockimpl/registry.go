@@ -33,24 +33,17 @@ type Registry struct {
 // NewRegistry is an empty registry.
 func NewRegistry() *Registry { return &Registry{index: map[string]int{}} }
 
-// Builtin is a fresh registry of the implementations in this package: the correct
-// single-instance locks, the mutants, then the multi-node, renewing, third-party and
-// subprocess locks.
-func Builtin() *Registry {
-	r := NewRegistry()
+// Impls are locklab's own implementations, in registration order: the correct
+// single-instance locks, the mutants, then the multi-node and renewing locks. The
+// registry of every implementation locklab ships (these, the third-party adapters of
+// lockimpl/libs, the subprocess clients of lockimpl/subprocess) is locks.All.
+func Impls() []Impl {
 	var all []Impl
 	all = append(all, singleImpls()...)
 	all = append(all, mutantImpls()...)
 	all = append(all, redlockImpls()...)
 	all = append(all, watchdogImpls()...)
-	all = append(all, thirdPartyImpls()...)
-	all = append(all, subprocessImpls()...)
-	for _, i := range all {
-		if err := r.Register(i); err != nil {
-			panic(err) // a programming error in the lists
-		}
-	}
-	return r
+	return all
 }
 
 // singleImpls are the correct single-instance locks.

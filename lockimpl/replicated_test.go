@@ -6,66 +6,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/cluster/netproxy"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/lockimpl/locktest"
 )
-
-// replicatedLocker builds implementation name for client of c, as a run does: through
-// the Sentinels, dialling the client's links.
-func replicatedLocker(t *testing.T, c *cluster.Cluster, name string, client int, timeout time.Duration) lockimpl.Locker {
-	t.Helper()
-	ep, err := c.Endpoints(client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	impl, err := lockimpl.Builtin().Get(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := impl.New(lockimpl.Config{Addrs: ep.Lock, Sentinels: ep.Sentinels, Master: ep.Master, Via: ep.Via, Timeout: timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
-func TestSingleInstanceLocksRunOnReplicated(t *testing.T) {
-	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Replicated, Nodes: 2})
-	forEachCorrect(t, func(t *testing.T, name string) {
-		if impl, _ := lockimpl.Builtin().Get(name); !impl.RunsOn(cluster.Replicated) {
-			t.Fatalf("%s does not run on %s", name, cluster.Replicated)
-		}
-		ctx := clustertest.Context(t)
-		a, b := replicatedLocker(t, c, name, 0, time.Second), replicatedLocker(t, c, name, 1, time.Second)
-		key := "k-" + name
-		lease, err := a.Acquire(ctx, key, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		primary := redis.NewClient(&redis.Options{Addr: c.Lock[0].Addr(), Protocol: 2, DisableIdentity: true})
-		defer primary.Close()
-		if got := primary.Get(ctx, key).Val(); got != lease.Token {
-			t.Fatalf("primary holds %q, want the lease's token", got)
-		}
-		if _, err := b.Acquire(ctx, key, time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
-			t.Fatalf("second Acquire: %v; want ErrNotAcquired", err)
-		}
-		if err := a.Release(ctx, lease); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
 
 func TestLockFollowsTheNewPrimary(t *testing.T) {
 	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Replicated, Nodes: 3})
 	ctx := clustertest.Context(t)
-	a := replicatedLocker(t, c, "fenced", 0, time.Second)
+	a := locktest.ReplicatedLocker(t, c, get(t, "fenced"), 0, time.Second)
 	lease, err := a.Acquire(ctx, "k", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +35,7 @@ func TestLockFollowsTheNewPrimary(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The lock replicated before the primary died: the new primary still refuses others.
-	b := replicatedLocker(t, c, "fenced", 1, time.Second)
+	b := locktest.ReplicatedLocker(t, c, get(t, "fenced"), 1, time.Second)
 	if _, err := b.Acquire(ctx, "k", time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
 		t.Fatalf("Acquire on the new primary %s: %v; want ErrNotAcquired", primary.Name(), err)
 	}
@@ -108,8 +60,8 @@ func TestLockFollowsTheNewPrimary(t *testing.T) {
 func TestFailoverClientDialsThroughTheClientsLinks(t *testing.T) {
 	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Replicated, Nodes: 2})
 	ctx := clustertest.Context(t)
-	a := replicatedLocker(t, c, "setnx", 0, 300*time.Millisecond)
-	b := replicatedLocker(t, c, "setnx", 1, 300*time.Millisecond)
+	a := locktest.ReplicatedLocker(t, c, get(t, "setnx"), 0, 300*time.Millisecond)
+	b := locktest.ReplicatedLocker(t, c, get(t, "setnx"), 1, 300*time.Millisecond)
 	// Client 0's link to the primary swallows everything; client 1's is clean.
 	link := cluster.ClientLink(0, c.Lock[0].Name())
 	name, err := c.Net.AddToxic(link, netproxy.Toxic{Kind: netproxy.Blackhole, Direction: netproxy.Up})
@@ -128,20 +80,8 @@ func TestFailoverClientDialsThroughTheClientsLinks(t *testing.T) {
 }
 
 func TestFailoverClientNeedsTheMasterName(t *testing.T) {
-	impl, _ := lockimpl.Builtin().Get("setnx")
+	impl := get(t, "setnx")
 	if _, err := impl.New(lockimpl.Config{Sentinels: []string{"127.0.0.1:1"}}); err == nil {
 		t.Fatal("a lock on Sentinels without a master name was built")
-	}
-}
-
-func TestSingleInstanceLocksRunOnOnePrimaryAtATime(t *testing.T) {
-	for _, impl := range lockimpl.Builtin().List() {
-		if impl.Topology != cluster.Single {
-			continue // multi-node locks (redlock, redsync) run on nodes only
-		}
-		if !impl.RunsOn(cluster.Single) || !impl.RunsOn(cluster.Replicated) || impl.RunsOn(cluster.Nodes) {
-			t.Errorf("%s (topology %s): runs on single %v, replicated %v, nodes %v; want single and replicated only",
-				impl.Name, impl.Topology, impl.RunsOn(cluster.Single), impl.RunsOn(cluster.Replicated), impl.RunsOn(cluster.Nodes))
-		}
 	}
 }

@@ -208,7 +208,7 @@ func (w *watchdog) Release(ctx context.Context, lease Lease) error {
 // An unknown outcome may have shortened the key's expiry to ttl, so the deadline
 // becomes the earlier of the two.
 func (w *watchdog) Extend(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
-	if _, err := checkArgs(lease.Key, ttl); err != nil {
+	if _, err := CheckArgs(lease.Key, ttl); err != nil {
 		return w.lock.Extend(ctx, lease, ttl) // refused before anything is sent
 	}
 	ttl = ttl.Truncate(time.Millisecond)

@@ -14,6 +14,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/lockimpl/locktest"
 )
 
 // renewers counts the watchdog's renewal goroutines alive in this process.
@@ -43,10 +44,7 @@ func waitRenewers(t *testing.T, want int) {
 // watchdogOn builds the watchdog lock against addr, closed at cleanup.
 func watchdogOn(t *testing.T, addr string, cfg lockimpl.Config) (lockimpl.Locker, lockimpl.Renewer) {
 	t.Helper()
-	impl, err := lockimpl.Builtin().Get("watchdog")
-	if err != nil {
-		t.Fatal(err)
-	}
+	impl := get(t, "watchdog")
 	cfg.Addrs = []string{addr}
 	l, err := impl.New(cfg)
 	if err != nil {
@@ -79,7 +77,7 @@ func waitLost(t *testing.T, r lockimpl.Renewer, lease lockimpl.Lease) lockimpl.L
 
 func TestWatchdogAcquireRelease(t *testing.T) {
 	base := renewers()
-	addr, rc := server(t)
+	addr, rc := locktest.Server(t)
 	a, r := watchdogOn(t, addr, lockimpl.Config{})
 	b, _ := watchdogOn(t, addr, lockimpl.Config{})
 	ctx := clustertest.Context(t)
@@ -121,7 +119,7 @@ func TestWatchdogAcquireRelease(t *testing.T) {
 }
 
 func TestWatchdogKeepsTheLockAlive(t *testing.T) {
-	addr, rc := server(t)
+	addr, rc := locktest.Server(t)
 	a, r := watchdogOn(t, addr, lockimpl.Config{})
 	b, _ := watchdogOn(t, addr, lockimpl.Config{})
 	ctx := clustertest.Context(t)
@@ -163,7 +161,7 @@ func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 // its token again (a renewal would reset its expiry to the watchdog's ttl).
 func TestWatchdogStopsAtRelease(t *testing.T) {
 	base := renewers()
-	addr, rc := server(t)
+	addr, rc := locktest.Server(t)
 	a, _ := watchdogOn(t, addr, lockimpl.Config{})
 	ctx := clustertest.Context(t)
 	const ttl = 600 * time.Millisecond // renewals every 200 ms
@@ -241,7 +239,7 @@ func TestWatchdogLosesATakenLock(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			base := renewers()
-			addr, rc := server(t)
+			addr, rc := locktest.Server(t)
 			a, r := watchdogOn(t, addr, lockimpl.Config{})
 			ctx := clustertest.Context(t)
 			const ttl = 300 * time.Millisecond
@@ -314,11 +312,8 @@ func TestWatchdogUnknownRenewalsUntilTheDeadline(t *testing.T) {
 
 func TestWatchdogCloseStopsRenewers(t *testing.T) {
 	base := renewers()
-	addr, rc := server(t)
-	impl, err := lockimpl.Builtin().Get("watchdog")
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, rc := locktest.Server(t)
+	impl := get(t, "watchdog")
 	l, err := impl.New(lockimpl.Config{Addrs: []string{addr}})
 	if err != nil {
 		t.Fatal(err)
@@ -339,12 +334,12 @@ func TestWatchdogCloseStopsRenewers(t *testing.T) {
 		t.Fatalf("%d renewal goroutines right after Close, want %d", n, base)
 	}
 	for _, k := range keys {
-		waitGone(t, rc, k) // nothing renews them any more
+		locktest.WaitGone(t, rc, k) // nothing renews them any more
 	}
 }
 
 func TestWatchdogExtend(t *testing.T) {
-	addr, rc := server(t)
+	addr, rc := locktest.Server(t)
 	a, r := watchdogOn(t, addr, lockimpl.Config{})
 	ctx := clustertest.Context(t)
 	lease, err := a.Acquire(ctx, "k", time.Second)
@@ -374,7 +369,7 @@ func TestWatchdogExtend(t *testing.T) {
 
 func TestWatchdogCrashAtGrantedStartsNoRenewer(t *testing.T) {
 	base := renewers()
-	addr, rc := server(t)
+	addr, rc := locktest.Server(t)
 	crash := func(context.Context, string) error { return lockimpl.ErrCrashed }
 	a, _ := watchdogOn(t, addr, lockimpl.Config{Step: crash})
 	ctx := clustertest.Context(t)
@@ -385,14 +380,11 @@ func TestWatchdogCrashAtGrantedStartsNoRenewer(t *testing.T) {
 	if n := renewers(); n != base {
 		t.Fatalf("%d renewal goroutines after a crash, want %d", n, base)
 	}
-	waitGone(t, rc, "k") // the crashed client's lock expires: nobody renews it
+	locktest.WaitGone(t, rc, "k") // the crashed client's lock expires: nobody renews it
 }
 
 func TestWatchdogRegistry(t *testing.T) {
-	impl, err := lockimpl.Builtin().Get("watchdog")
-	if err != nil {
-		t.Fatal(err)
-	}
+	impl := get(t, "watchdog")
 	if impl.Topology != "single" || impl.Fencing || impl.Mutant || len(impl.Steps) != 1 || impl.Steps[0] != lockimpl.StepGranted {
 		t.Fatalf("registry entry %+v", impl)
 	}

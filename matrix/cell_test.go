@@ -9,6 +9,7 @@ import (
 
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -16,7 +17,7 @@ import (
 // lock for independent nodes and one that needs a replicated topology. They never run.
 func fakeRegistry(t *testing.T) *lockimpl.Registry {
 	t.Helper()
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	never := func(lockimpl.Config) (lockimpl.Locker, error) { return nil, errors.New("fake: not for running") }
 	for _, i := range []lockimpl.Impl{
 		{Name: "fake-nodes", Topology: "nodes", Steps: []string{lockimpl.StepGranted}, New: never},
@@ -111,7 +112,7 @@ func TestMatrixOptions(t *testing.T) {
 	if scenarios[0].Name != BaselineScenario || len(scenarios[0].Faults) != 0 {
 		t.Errorf("first scenario %q with %d faults, want the fault-free baseline", scenarios[0].Name, len(scenarios[0].Faults))
 	}
-	if len(impls) != len(lockimpl.Builtin().List()) || o.Repeat != 1 || o.Nodes != 5 || o.Parallel != 1 ||
+	if len(impls) != len(locks.All().List()) || o.Repeat != 1 || o.Nodes != 5 || o.Parallel != 1 ||
 		!reflect.DeepEqual(o.Fencings, []string{"off", "full"}) {
 		t.Errorf("defaults: %d impls, %+v", len(impls), o)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/workload"
@@ -51,7 +52,7 @@ const (
 
 // Options say which cells the matrix has and how its runs are made.
 type Options struct {
-	Registry  *lockimpl.Registry // nil: lockimpl.Builtin()
+	Registry  *lockimpl.Registry // nil: locks.All()
 	Impls     []string           // default: every registered implementation, in registry order
 	Scenarios []string           // default: every catalog scenario, baseline first
 	Fencings  []string           // default: off, full
@@ -306,7 +307,7 @@ feed:
 // implementations in matrix order.
 func (o Options) resolve() (Options, []plan.Plan, []lockimpl.Impl, error) {
 	if o.Registry == nil {
-		o.Registry = lockimpl.Builtin()
+		o.Registry = locks.All()
 	}
 	if o.Repeat == 0 {
 		o.Repeat = 1

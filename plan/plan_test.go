@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 )
 
 func TestParsePlanDefaultsAndValues(t *testing.T) {
 	p, err := Parse([]byte(`{"impl": "fenced", "ttl": "250ms", "fencing": "full",
-  "faults": [{"kind": "client-pause", "at": "0s", "duration": "1s", "target": "client:1"}]}`), "p.json", lockimpl.Builtin())
+  "faults": [{"kind": "client-pause", "at": "0s", "duration": "1s", "target": "client:1"}]}`), "p.json", locks.All())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ func TestParsePlanDefaultsAndValues(t *testing.T) {
 		t.Fatalf("plan = %+v", p)
 	}
 	// A plan survives its own serialisation.
-	again, err := Parse(p.MarshalIndent(), "again", lockimpl.Builtin())
+	again, err := Parse(p.MarshalIndent(), "again", locks.All())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestParsePlanDefaultsAndValues(t *testing.T) {
 }
 
 func TestParsePlanErrorsNamePlace(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	cases := []struct {
 		name, doc string
 		line      int
@@ -75,14 +75,14 @@ func TestFieldLines(t *testing.T) {
 }
 
 func TestScenariosAreValidPlans(t *testing.T) {
-	plans, err := Scenarios(lockimpl.Builtin())
+	plans, err := Scenarios(locks.All())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(plans) < 4 {
 		t.Fatalf("catalog has %d scenarios", len(plans))
 	}
-	if _, err := Scenario("nope", lockimpl.Builtin()); err == nil || !strings.Contains(err.Error(), "pause-past-ttl") {
+	if _, err := Scenario("nope", locks.All()); err == nil || !strings.Contains(err.Error(), "pause-past-ttl") {
 		t.Fatalf("unknown scenario error %v should list the known ones", err)
 	}
 }
@@ -97,7 +97,7 @@ func FuzzParsePlan(f *testing.F) {
 	} {
 		f.Add([]byte(p))
 	}
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data, "fuzz", reg)
 		if err != nil {
@@ -117,7 +117,7 @@ func FuzzParsePlan(f *testing.F) {
 // the registry, topology, fencing, persistence, every fault built with its trigger
 // parsed), and bad triggers are named by their field.
 func TestResolveTypesThePlanOnce(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	p := Default()
 	p.Impl, p.Topology, p.Fencing, p.Persistence, p.Clients = "fenced", "replicated:3", "full", "aof-always", 2
 	p.Faults = []FaultSpec{

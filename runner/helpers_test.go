@@ -8,7 +8,7 @@ import (
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/linearizability"
-	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -24,7 +24,7 @@ func runPlan(t testing.TB, b cluster.Backend, p plan.Plan) Report {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := p.Resolve(lockimpl.Builtin())
+	r, err := p.Resolve(locks.All())
 	if err != nil {
 		t.Fatalf("resolve %s (impl %s, fencing %s): %v", p.Name, p.Impl, p.Fencing, err)
 	}
@@ -54,7 +54,7 @@ func assertVerdicts(t testing.TB, rep Report, want verdicts) {
 // scenario loads a catalog scenario, optionally changed by edit.
 func scenario(t testing.TB, name string, edit func(*plan.Plan)) plan.Plan {
 	t.Helper()
-	p, err := plan.Scenario(name, lockimpl.Builtin())
+	p, err := plan.Scenario(name, locks.All())
 	if err != nil {
 		t.Fatal(err)
 	}

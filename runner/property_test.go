@@ -15,6 +15,7 @@ import (
 	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -58,7 +59,7 @@ func planGen(impl string, fencings ...string) *rapid.Generator[plan.Plan] {
 // keeps P1, P2, P3 and L1 for every generated plan (no false alarms). Multi-node locks
 // run on three nodes; fencing modes beyond off only for locks that grant fences.
 func TestCorrectLocksAreSafe(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	for _, impl := range reg.List() {
 		if impl.Mutant {
 			continue

@@ -10,6 +10,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 )
 
 // BenchmarkRecordingOverhead measures lock operations per second on a real Redis with 4
@@ -17,7 +18,7 @@ import (
 // the two is the recorder's cost. Compare the sub-benchmarks' ns/op.
 func BenchmarkRecordingOverhead(b *testing.B) {
 	c := clustertest.Start(b, cluster.Topology{Kind: cluster.Single})
-	impl, err := lockimpl.Builtin().Get("setnx")
+	impl, err := locks.All().Get("setnx")
 	if err != nil {
 		b.Fatal(err)
 	}

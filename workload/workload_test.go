@@ -11,6 +11,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 )
 
 // extendLocker wraps a real lock and answers Extend by a rule, to drive each of the
@@ -34,7 +35,7 @@ func runExtending(t *testing.T, answer func(lockimpl.Lease, time.Duration) (lock
 	t.Helper()
 	lock := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
 	store := clustertest.Node(t, cluster.NodeConfig{Name: "store"})
-	impl, err := lockimpl.Builtin().Get("setnx")
+	impl, err := locks.All().Get("setnx")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/locklab/locklab/campaign"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -30,9 +31,9 @@ type Options struct {
 	ClaimedPairs int
 	// Impls are the correct implementations whose false alarms are counted; empty: every
 	// correct implementation of the registry.
-	Impls []string
-	Parallel     int    // plans at once within a search; 0: 1
-	Out          string // output directory (required)
+	Impls    []string
+	Parallel int    // plans at once within a search; 0: 1
+	Out      string // output directory (required)
 	// Shrink shrinks the first seed's detection of each class, to report how small the
 	// counterexample gets; the other seeds only time the detection.
 	Shrink     bool
@@ -86,7 +87,7 @@ type Result struct {
 
 func (o Options) withDefaults() Options {
 	if o.Registry == nil {
-		o.Registry = lockimpl.Builtin()
+		o.Registry = locks.All()
 	}
 	if o.Seeds == 0 {
 		o.Seeds = 10

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster/clustertest"
-	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 )
 
 // TestDetectionCountsConfirmedDetectionsAndClaimedPairs: a class search finds the
@@ -17,7 +17,7 @@ func TestDetectionCountsConfirmedDetectionsAndClaimedPairs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, Options{
-		Registry: lockimpl.Builtin(), Classes: []string{"check-then-set"}, Seeds: 1, MaxRuns: 12,
+		Registry: locks.All(), Classes: []string{"check-then-set"}, Seeds: 1, MaxRuns: 12,
 		ClaimedPairs: 12, Impls: []string{"setnx"}, Parallel: 2, Out: t.TempDir(),
 	})
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	lin "github.com/locklab/locklab/linearizability"
-	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -22,7 +22,7 @@ func props(m map[lin.Property]bool) []lin.Property {
 
 // TestExpectedTable: the rules say what the models guarantee, no more.
 func TestExpectedTable(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	all := []lin.Property{lin.P1, lin.P2, lin.P3, lin.L1}
 	base := func(impl, topo, fencing string, faults ...plan.FaultSpec) plan.Plan {
 		p := plan.Default()
@@ -77,7 +77,7 @@ func TestExpectedTable(t *testing.T) {
 // TestExpectedNeverContradictsTheCatalog: no rule expects a property that a catalog
 // scenario is documented (README.md, scenario tests) to violate, in any fencing mode.
 func TestExpectedNeverContradictsTheCatalog(t *testing.T) {
-	reg := lockimpl.Builtin()
+	reg := locks.All()
 	// scenario → fencing mode → properties it violates ("*" for every mode).
 	violates := map[string]map[string][]lin.Property{
 		"pause-past-ttl":       {"*": {lin.P1}, "off": {lin.P2}},

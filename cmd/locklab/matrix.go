@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
 )
@@ -78,7 +78,7 @@ finished are written, marked incomplete, and FILE is left alone).`,
 			stderr := cmd.ErrOrStderr()
 			progress := newProgress(stderr)
 			opts := matrix.Options{
-				Registry: lockimpl.Builtin(), Impls: trimAll(impls), Scenarios: trimAll(scenarios), Fencings: trimAll(fencings),
+				Registry: locks.All(), Impls: trimAll(impls), Scenarios: trimAll(scenarios), Fencings: trimAll(fencings),
 				Repeat: repeat, Nodes: nodes, Parallel: parallel, Out: out, CheckTimeout: checkTimeout,
 				Command: commandLine(cmd), Progress: progress.event,
 			}

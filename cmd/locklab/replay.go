@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/locklab/locklab/linearizability"
-	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/runner"
 )
@@ -40,7 +40,7 @@ Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 			if st, err := os.Stat(path); err == nil && st.IsDir() {
 				path = filepath.Join(path, runner.PlanFile)
 			}
-			reg := lockimpl.Builtin()
+			reg := locks.All()
 			p, err := plan.Read(path, reg)
 			if err != nil {
 				return &statusError{exitError, err}

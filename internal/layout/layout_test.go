@@ -118,12 +118,12 @@ var stage = map[string]int{
 	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0,
 	"histories":       1,
 	"linearizability": 2,
-	"cluster":         3, "cluster/clustertest": 4,
-	"lockimpl": 4,
-	"workload": 5,
-	"faults":   6,
-	"plan":     7,
-	"runner":   8, "tla/bridge": 8,
+	"cluster":         3, // and its subpackages: clustertest, netproxy, faketime
+	"lockimpl":        4, // and libs, subprocess, locktest
+	"workload":        5, "locks": 5,
+	"faults": 6,
+	"plan":   7,
+	"runner": 8, "tla/bridge": 8,
 	"campaign/expect": 9,
 	"campaign":        10, "matrix": 10,
 	"report":      11,

@@ -10,7 +10,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
-	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/runner"
 )
@@ -68,7 +68,7 @@ func runPlan(t *testing.T, p plan.Plan) (runner.Report, histories.History) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	r, err := p.Resolve(lockimpl.Builtin())
+	r, err := p.Resolve(locks.All())
 	if err != nil {
 		t.Fatalf("resolve %s: %v", p.Name, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/workload"
 )
@@ -102,7 +103,7 @@ func Translate(cx *Counterexample) (*Translation, error) {
 			out.Before = recorded(s.succ[i].ev)
 		}
 	}
-	if err := p.Validate(lockimpl.Builtin()); err != nil {
+	if err := p.Validate(locks.All()); err != nil {
 		return nil, fmt.Errorf("%s: translated plan: %w", tr.File, err)
 	}
 	return out, nil

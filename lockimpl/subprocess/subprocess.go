@@ -1,4 +1,4 @@
-package lockimpl
+package subprocess
 
 import (
 	"bufio"
@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/locklab/locklab/lockimpl"
 )
 
 // SubprocessProtocol is the version a subprocess client names in its hello line
@@ -73,7 +75,7 @@ type ClientProcess interface {
 // in PATH), driven over the subprocess protocol (docs/subprocess-protocol.md). fencing
 // says whether it grants fences; the client's hello must agree. Each Locker runs its own
 // process, started by New.
-func Subprocess(name, description string, argv []string, fencing bool) Impl {
+func Subprocess(name, description string, argv []string, fencing bool) lockimpl.Impl {
 	argv = append([]string(nil), argv...)
 	return subprocessImpl(name, description, fencing, func() ([]string, error) {
 		if len(argv) == 0 || argv[0] == "" {
@@ -84,14 +86,14 @@ func Subprocess(name, description string, argv []string, fencing bool) Impl {
 }
 
 // subprocessImpl is Subprocess with a command found when a Locker is built.
-func subprocessImpl(name, description string, fencing bool, command func() ([]string, error)) Impl {
-	return Impl{
+func subprocessImpl(name, description string, fencing bool, command func() ([]string, error)) lockimpl.Impl {
+	return lockimpl.Impl{
 		Name:        name,
 		Description: description,
 		Fencing:     fencing,
 		Topology:    "single",
-		Steps:       []string{StepGranted},
-		New: func(cfg Config) (Locker, error) {
+		Steps:       []string{lockimpl.StepGranted},
+		New: func(cfg lockimpl.Config) (lockimpl.Locker, error) {
 			argv, err := command()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
@@ -101,9 +103,9 @@ func subprocessImpl(name, description string, fencing bool, command func() ([]st
 	}
 }
 
-// subprocessImpls lists this file's implementations.
-func subprocessImpls() []Impl {
-	return []Impl{
+// Impls lists the subprocess clients locklab ships: the Node.js example client.
+func Impls() []lockimpl.Impl {
+	return []lockimpl.Impl{
 		subprocessImpl("node-ioredis",
 			"textbook SET NX PX lock in Node.js with ioredis, driven over the subprocess protocol",
 			false, nodeClientCommand),
@@ -116,8 +118,8 @@ type subprocessLocker struct {
 	argv    []string
 	env     []string
 	fencing bool
-	clock   Clock
-	step    StepFunc
+	clock   lockimpl.Clock
+	step    lockimpl.StepFunc
 	timeout time.Duration
 
 	ops    sync.Mutex // one request at a time, held for the whole exchange
@@ -130,14 +132,14 @@ type subprocessLocker struct {
 }
 
 var (
-	_ Locker        = (*subprocessLocker)(nil)
-	_ ClientProcess = (*subprocessLocker)(nil)
+	_ lockimpl.Locker = (*subprocessLocker)(nil)
+	_ ClientProcess   = (*subprocessLocker)(nil)
 )
 
 // newSubprocessLocker checks cfg and starts the first client, so that a client that
 // cannot start fails New with its reason.
-func newSubprocessLocker(name string, argv []string, fencing bool, cfg Config) (*subprocessLocker, error) {
-	cfg = cfg.withDefaults()
+func newSubprocessLocker(name string, argv []string, fencing bool, cfg lockimpl.Config) (*subprocessLocker, error) {
+	cfg = cfg.WithDefaults()
 	env, err := subprocessEnv(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -155,9 +157,9 @@ func newSubprocessLocker(name string, argv []string, fencing bool, cfg Config) (
 }
 
 // subprocessEnv is the client's environment: ours plus where its servers are.
-func subprocessEnv(cfg Config) ([]string, error) {
+func subprocessEnv(cfg lockimpl.Config) ([]string, error) {
 	if len(cfg.Sentinels) == 0 {
-		if _, err := cfg.singleAddr(); err != nil {
+		if _, err := cfg.SingleAddr(); err != nil {
 			return nil, err
 		}
 	} else if cfg.Master == "" {
@@ -192,21 +194,21 @@ func subprocessEnv(cfg Config) ([]string, error) {
 
 // Acquire implements Locker. The deadline counts from just before the request was sent,
 // for the validity the client reports (never more than ttl).
-func (l *subprocessLocker) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+func (l *subprocessLocker) Acquire(ctx context.Context, key string, ttl time.Duration) (lockimpl.Lease, error) {
 	ttl, err := checkSubprocessArgs(key, ttl)
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
 	}
 	ms := ttl.Milliseconds()
 	resp, start, err := l.call(ctx, subprocessRequest{Op: "acquire", Key: key, TTLMS: ms})
 	if err == nil {
-		err = resp.outcomeErr(ErrNotAcquired)
+		err = resp.outcomeErr(lockimpl.ErrNotAcquired)
 	}
 	if err == nil {
-		err = l.doStep(ctx, StepGranted)
+		err = l.doStep(ctx, lockimpl.StepGranted)
 	}
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
 	fence := resp.Fence
 	if !l.fencing {
@@ -216,14 +218,14 @@ func (l *subprocessLocker) Acquire(ctx context.Context, key string, ttl time.Dur
 }
 
 // Release implements Locker.
-func (l *subprocessLocker) Release(ctx context.Context, lease Lease) error {
+func (l *subprocessLocker) Release(ctx context.Context, lease lockimpl.Lease) error {
 	if err := checkKey(lease.Key); err != nil {
 		return fmt.Errorf("%s: release: %w", l.name, err)
 	}
 	fence := lease.Fence
 	resp, _, err := l.call(ctx, subprocessRequest{Op: "release", Key: lease.Key, Token: lease.Token, Fence: &fence})
 	if err == nil {
-		err = resp.outcomeErr(ErrNotHeld)
+		err = resp.outcomeErr(lockimpl.ErrNotHeld)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: release %q: %w", l.name, lease.Key, err)
@@ -233,48 +235,48 @@ func (l *subprocessLocker) Release(ctx context.Context, lease Lease) error {
 
 // Extend implements Locker: ErrUnsupported, without asking, for a client whose hello
 // said it cannot extend.
-func (l *subprocessLocker) Extend(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
+func (l *subprocessLocker) Extend(ctx context.Context, lease lockimpl.Lease, ttl time.Duration) (lockimpl.Lease, error) {
 	ttl, err := checkSubprocessArgs(lease.Key, ttl)
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: extend: %w", l.name, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: extend: %w", l.name, err)
 	}
 	l.mu.Lock()
 	extends := l.extend
 	l.mu.Unlock()
 	if !extends {
-		return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, ErrUnsupported)
+		return lockimpl.Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, lockimpl.ErrUnsupported)
 	}
 	resp, start, err := l.call(ctx, subprocessRequest{Op: "extend", Key: lease.Key, Token: lease.Token, TTLMS: ttl.Milliseconds()})
 	if err == nil {
-		err = resp.outcomeErr(ErrNotHeld)
+		err = resp.outcomeErr(lockimpl.ErrNotHeld)
 	}
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)
 	}
 	return l.lease(lease.Key, lease.Token, lease.Fence, start, ttl, resp.ValidityMS), nil
 }
 
 // lease is what a grant sent at start gives: the client's validity, capped at ttl.
-func (l *subprocessLocker) lease(key, token string, fence int64, start time.Time, ttl time.Duration, validityMS *float64) Lease {
+func (l *subprocessLocker) lease(key, token string, fence int64, start time.Time, ttl time.Duration, validityMS *float64) lockimpl.Lease {
 	v := ttl
 	if validityMS != nil {
 		v = min(ttl, time.Duration(math.Max(0, math.Floor(*validityMS)))*time.Millisecond)
 	}
 	deadline := start.Add(v)
-	return Lease{Key: key, Token: token, Fence: fence, Deadline: deadline, Validity: deadline.Sub(l.clock.Now())}
+	return lockimpl.Lease{Key: key, Token: token, Fence: fence, Deadline: deadline, Validity: deadline.Sub(l.clock.Now())}
 }
 
-// doStep calls the Step hook (see callStep).
+// doStep calls the Step hook (see CallStep).
 func (l *subprocessLocker) doStep(ctx context.Context, step string) error {
-	return callStep(ctx, l.step, step)
+	return lockimpl.CallStep(ctx, l.step, step)
 }
 
-// checkSubprocessArgs is checkArgs plus what JSON cannot carry.
+// checkSubprocessArgs is CheckArgs plus what JSON cannot carry.
 func checkSubprocessArgs(key string, ttl time.Duration) (time.Duration, error) {
 	if err := checkKey(key); err != nil {
 		return 0, err
 	}
-	return checkArgs(key, ttl)
+	return lockimpl.CheckArgs(key, ttl)
 }
 
 // checkKey refuses keys JSON would silently change: invalid UTF-8 becomes U+FFFD, and

@@ -1,4 +1,4 @@
-package lockimpl
+package libs
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
+
+	"github.com/locklab/locklab/lockimpl"
 )
 
 // rueidisVersion is the version of github.com/redis/rueidis (package rueidislock) in
@@ -71,8 +73,8 @@ type rueidisLock struct {
 	name    string
 	opt     rueidis.ClientOption // template for each per-ttl client
 	timeout time.Duration
-	clock   Clock
-	step    StepFunc
+	clock   lockimpl.Clock
+	step    lockimpl.StepFunc
 
 	mu      sync.Mutex
 	closed  bool
@@ -89,12 +91,12 @@ type rueidisLease struct {
 }
 
 var (
-	_ Locker  = (*rueidisLock)(nil)
-	_ Renewer = (*rueidisLock)(nil)
+	_ lockimpl.Locker  = (*rueidisLock)(nil)
+	_ lockimpl.Renewer = (*rueidisLock)(nil)
 )
 
-func newRueidisLock(cfg Config) (Locker, error) {
-	cfg = cfg.withDefaults()
+func newRueidisLock(cfg lockimpl.Config) (lockimpl.Locker, error) {
+	cfg = cfg.WithDefaults()
 	const name = "rueidislock"
 	opt := rueidis.ClientOption{
 		Dialer:           net.Dialer{Timeout: cfg.Timeout},
@@ -102,7 +104,7 @@ func newRueidisLock(cfg Config) (Locker, error) {
 		DisableRetry:     true,
 	}
 	if len(cfg.Sentinels) == 0 {
-		addr, err := cfg.singleAddr()
+		addr, err := cfg.SingleAddr()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -161,40 +163,40 @@ func (l *rueidisLock) locker(ttl time.Duration) (rueidislock.Locker, error) {
 }
 
 // Acquire implements Locker.
-func (l *rueidisLock) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
-	ttl, err := checkArgs(key, ttl)
+func (l *rueidisLock) Acquire(ctx context.Context, key string, ttl time.Duration) (lockimpl.Lease, error) {
+	ttl, err := lockimpl.CheckArgs(key, ttl)
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
 	}
 	// The lock's context outlives ctx, so the call itself does not watch ctx: stop here.
 	if err := ctx.Err(); err != nil {
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
 	lk, err := l.locker(ttl)
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
-	token, err := newToken()
+	token, err := lockimpl.NewToken()
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
 	start := l.clock.Now()
 	lockCtx, cancel, err := lk.TryWithContext(context.WithoutCancel(ctx), key)
 	switch {
 	case errors.Is(err, rueidislock.ErrNotLocked):
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, refusal(ErrNotAcquired, err))
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, refusal(lockimpl.ErrNotAcquired, err))
 	case err != nil:
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
-	if err := callStep(ctx, l.step, StepGranted); err != nil {
+	if err := lockimpl.CallStep(ctx, l.step, lockimpl.StepGranted); err != nil {
 		l.crash()
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
 	l.mu.Lock()
 	l.leases[token] = &rueidisLease{key: key, ctx: lockCtx, cancel: cancel}
 	l.mu.Unlock()
 	deadline := start.Add(ttl)
-	return Lease{Key: key, Token: token, Deadline: deadline, Validity: deadline.Sub(l.clock.Now())}, nil
+	return lockimpl.Lease{Key: key, Token: token, Deadline: deadline, Validity: deadline.Sub(l.clock.Now())}, nil
 }
 
 // crash stops every renewal of this client without deleting any key: it closes the
@@ -212,7 +214,7 @@ func (l *rueidisLock) crash() {
 
 // Current implements Renewer: held while the library has not cancelled the lease's
 // context; the deadline stays the one Acquire granted (see the type's comment).
-func (l *rueidisLock) Current(lease Lease) (Lease, bool) {
+func (l *rueidisLock) Current(lease lockimpl.Lease) (lockimpl.Lease, bool) {
 	l.mu.Lock()
 	st := l.leases[lease.Token]
 	l.mu.Unlock()
@@ -224,7 +226,7 @@ func (l *rueidisLock) Current(lease Lease) (Lease, bool) {
 
 // Release implements Locker: it cancels the lease's context, which makes the library
 // delete its keys.
-func (l *rueidisLock) Release(ctx context.Context, lease Lease) error {
+func (l *rueidisLock) Release(ctx context.Context, lease lockimpl.Lease) error {
 	l.mu.Lock()
 	st := l.leases[lease.Token]
 	if st != nil && st.key == lease.Key {
@@ -232,19 +234,19 @@ func (l *rueidisLock) Release(ctx context.Context, lease Lease) error {
 	}
 	l.mu.Unlock()
 	if st == nil || st.key != lease.Key {
-		return fmt.Errorf("%s: release %q: %w: no live lease with this token in this client", l.name, lease.Key, ErrNotHeld)
+		return fmt.Errorf("%s: release %q: %w: no live lease with this token in this client", l.name, lease.Key, lockimpl.ErrNotHeld)
 	}
 	lost := st.ctx.Err()
 	st.cancel() // waits until the library's goroutines deleted the keys (or gave up)
 	if lost != nil {
-		return fmt.Errorf("%s: release %q: %w: rueidislock had already ended the lock's context (%v)", l.name, lease.Key, ErrNotHeld, lost)
+		return fmt.Errorf("%s: release %q: %w: rueidislock had already ended the lock's context (%v)", l.name, lease.Key, lockimpl.ErrNotHeld, lost)
 	}
 	return nil
 }
 
 // Extend implements Locker: rueidislock has no extend; it renews by itself.
-func (l *rueidisLock) Extend(_ context.Context, lease Lease, _ time.Duration) (Lease, error) {
-	return Lease{}, fmt.Errorf("%s: extend %q: %w (rueidislock renews the lock by itself while its context lives)", l.name, lease.Key, ErrUnsupported)
+func (l *rueidisLock) Extend(_ context.Context, lease lockimpl.Lease, _ time.Duration) (lockimpl.Lease, error) {
+	return lockimpl.Lease{}, fmt.Errorf("%s: extend %q: %w (rueidislock renews the lock by itself while its context lives)", l.name, lease.Key, lockimpl.ErrUnsupported)
 }
 
 // Close implements Locker: it releases the live leases, then closes the library's Lockers.

@@ -1,4 +1,4 @@
-package lockimpl
+package libs
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/lockimpl"
 )
 
 // redsyncVersion is the version of github.com/go-redsync/redsync/v4 in go.mod, whose
@@ -55,24 +57,24 @@ type redsyncLock struct {
 	rs      *redsync.Redsync
 	clients []*redis.Client
 	quorum  int // redsync's own: len(pools)/2 + 1
-	clock   Clock
-	step    StepFunc
+	clock   lockimpl.Clock
+	step    lockimpl.StepFunc
 }
 
-var _ Locker = (*redsyncLock)(nil)
+var _ lockimpl.Locker = (*redsyncLock)(nil)
 
 // newRedsync builds the adapter over one pool per cfg.Addrs: go-redis clients from
-// newClient, so each command is sent once (redsync's goredis pool calls the client's
+// NewClient, so each command is sent once (redsync's goredis pool calls the client's
 // commands directly: Get returns a wrapper around the *redis.Client).
-func newRedsync(cfg Config) (Locker, error) {
-	cfg = cfg.withDefaults()
+func newRedsync(cfg lockimpl.Config) (lockimpl.Locker, error) {
+	cfg = cfg.WithDefaults()
 	if len(cfg.Addrs) == 0 {
 		return nil, errors.New("redsync: no lock servers")
 	}
 	l := &redsyncLock{name: "redsync", clock: cfg.Clock, step: cfg.Step, quorum: len(cfg.Addrs)/2 + 1}
 	pools := make([]redsyncredis.Pool, len(cfg.Addrs))
 	for i, addr := range cfg.Addrs {
-		c := newClient(addr, cfg.Timeout)
+		c := lockimpl.NewClient(addr, cfg.Timeout)
 		l.clients = append(l.clients, c)
 		pools[i] = goredis.NewPool(c)
 	}
@@ -96,43 +98,43 @@ func (l *redsyncLock) warm(timeout time.Duration) {
 }
 
 // Acquire implements Locker.
-func (l *redsyncLock) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
-	ttl, err := checkArgs(key, ttl)
+func (l *redsyncLock) Acquire(ctx context.Context, key string, ttl time.Duration) (lockimpl.Lease, error) {
+	ttl, err := lockimpl.CheckArgs(key, ttl)
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
 	}
 	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTries(1))
 	start := l.clock.Now()
 	if err := m.LockContext(ctx); err != nil {
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, l.classify(err, ErrNotAcquired))
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, l.classify(err, lockimpl.ErrNotAcquired))
 	}
-	if err := callStep(ctx, l.step, StepGranted); err != nil {
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
+	if err := lockimpl.CallStep(ctx, l.step, lockimpl.StepGranted); err != nil {
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
 	return l.lease(key, m, start, ttl), nil
 }
 
 // Release implements Locker.
-func (l *redsyncLock) Release(ctx context.Context, lease Lease) error {
+func (l *redsyncLock) Release(ctx context.Context, lease lockimpl.Lease) error {
 	m := l.rs.NewMutex(lease.Key, redsync.WithValue(lease.Token))
 	ok, err := m.UnlockContext(ctx)
 	if !ok {
-		return fmt.Errorf("%s: release %q: %w", l.name, lease.Key, l.classify(err, ErrNotHeld))
+		return fmt.Errorf("%s: release %q: %w", l.name, lease.Key, l.classify(err, lockimpl.ErrNotHeld))
 	}
 	return nil
 }
 
 // Extend implements Locker: a mutex with the lease's token and the new expiry.
-func (l *redsyncLock) Extend(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
-	ttl, err := checkArgs(lease.Key, ttl)
+func (l *redsyncLock) Extend(ctx context.Context, lease lockimpl.Lease, ttl time.Duration) (lockimpl.Lease, error) {
+	ttl, err := lockimpl.CheckArgs(lease.Key, ttl)
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: extend: %w", l.name, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: extend: %w", l.name, err)
 	}
 	m := l.rs.NewMutex(lease.Key, redsync.WithExpiry(ttl), redsync.WithValue(lease.Token))
 	start := l.clock.Now()
 	ok, err := m.ExtendContext(ctx)
 	if !ok {
-		return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, l.classify(err, ErrNotHeld))
+		return lockimpl.Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, l.classify(err, lockimpl.ErrNotHeld))
 	}
 	return l.lease(lease.Key, m, start, ttl), nil
 }
@@ -149,14 +151,14 @@ func (l *redsyncLock) Close() error {
 // lease is what a successful call that started at start (by l.clock) granted: the
 // validity redsync computed, moved from the system clock to l.clock, never beyond
 // start + ttl.
-func (l *redsyncLock) lease(key string, m *redsync.Mutex, start time.Time, ttl time.Duration) Lease {
+func (l *redsyncLock) lease(key string, m *redsync.Mutex, start time.Time, ttl time.Duration) lockimpl.Lease {
 	left := time.Until(m.Until())
 	now := l.clock.Now()
 	deadline := now.Add(left)
 	if limit := start.Add(ttl); deadline.After(limit) {
 		deadline = limit
 	}
-	return Lease{Key: key, Token: m.Value(), Deadline: deadline, Validity: deadline.Sub(now)}
+	return lockimpl.Lease{Key: key, Token: m.Value(), Deadline: deadline, Validity: deadline.Sub(now)}
 }
 
 // classify maps a redsync error (see the table above) to a refusal wrapping kind, or

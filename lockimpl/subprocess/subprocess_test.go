@@ -1,4 +1,4 @@
-package lockimpl_test
+package subprocess_test
 
 import (
 	"bufio"
@@ -18,31 +18,35 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/lockimpl/locktest"
+	"github.com/locklab/locklab/lockimpl/subprocess"
 )
 
 // The Node.js client is tested through its registry entry, against a real server. When
 // node or the client's node_modules are missing these tests fail with New's message,
 // which says what to install: CI installs them, so a skip would hide a broken setup.
 
-// nodeLocker is the node-ioredis implementation against addr.
+// nodeImpl is the node-ioredis implementation.
+func nodeImpl(t testing.TB) lockimpl.Impl {
+	t.Helper()
+	return locktest.Impl(t, subprocess.Impls(), "node-ioredis")
+}
+
+// nodeLocker is the node-ioredis implementation built from cfg, closed at cleanup.
 func nodeLocker(t *testing.T, cfg lockimpl.Config) lockimpl.Locker {
 	t.Helper()
-	impl, err := lockimpl.Builtin().Get("node-ioredis")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := impl.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return locktest.New(t, nodeImpl(t), cfg)
+}
+
+// TestConformance runs the shared conformance suite on the Node.js client.
+func TestConformance(t *testing.T) {
+	locktest.Conformance(t, nodeImpl(t))
 }
 
 // clientProcess is the process side of a subprocess locker.
-func clientProcess(t *testing.T, l lockimpl.Locker) lockimpl.ClientProcess {
+func clientProcess(t *testing.T, l lockimpl.Locker) subprocess.ClientProcess {
 	t.Helper()
-	p, ok := l.(lockimpl.ClientProcess)
+	p, ok := l.(subprocess.ClientProcess)
 	if !ok {
 		t.Fatalf("%T is not a ClientProcess", l)
 	}
@@ -79,23 +83,8 @@ func notRunning(pid int) bool {
 	return st == 0 || st == 'Z'
 }
 
-// waitFor polls cond (bounded by clustertest.Wait).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(clustertest.Wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, clustertest.Wait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestNodeClientRegistryEntry(t *testing.T) {
-	impl, err := lockimpl.Builtin().Get("node-ioredis")
-	if err != nil {
-		t.Fatal(err)
-	}
+	impl := nodeImpl(t)
 	if impl.Topology != "single" || impl.Fencing || impl.Mutant || impl.Description == "" ||
 		len(impl.Steps) != 1 || impl.Steps[0] != lockimpl.StepGranted {
 		t.Errorf("node-ioredis = %+v", impl)
@@ -140,7 +129,7 @@ func TestNodeClientTimeoutIsUnknown(t *testing.T) {
 // SIGSTOP is a true process pause: the frozen client's lease expires and another
 // client takes the lock; once continued, the first client's release is refused.
 func TestNodeClientSignalPausesTheProcess(t *testing.T) {
-	addr, rc := server(t)
+	addr, rc := locktest.Server(t)
 	a, b := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}}), nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
 	pa := clientProcess(t, a)
 	ctx := clustertest.Context(t)
@@ -155,7 +144,7 @@ func TestNodeClientSignalPausesTheProcess(t *testing.T) {
 		t.Fatalf("client state %q after SIGSTOP, want T (stopped)", st)
 	}
 	time.Sleep(600 * time.Millisecond)
-	waitGone(t, rc, "k")
+	locktest.WaitGone(t, rc, "k")
 	if procState(pa.Pid()) != 'T' {
 		t.Fatal("client ran again while it should be stopped")
 	}
@@ -172,7 +161,7 @@ func TestNodeClientSignalPausesTheProcess(t *testing.T) {
 
 // SIGKILL is a crash: the client is gone, and the next request runs a new one.
 func TestNodeClientSignalKill(t *testing.T) {
-	addr, _ := server(t)
+	addr, _ := locktest.Server(t)
 	l := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
 	p := clientProcess(t, l)
 	pid := p.Pid()
@@ -194,11 +183,8 @@ func TestNodeClientSignalKill(t *testing.T) {
 }
 
 func TestNodeClientCloseLeavesNoProcess(t *testing.T) {
-	addr, _ := server(t)
-	impl, err := lockimpl.Builtin().Get("node-ioredis")
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, _ := locktest.Server(t)
+	impl := nodeImpl(t)
 	l, err := impl.New(lockimpl.Config{Addrs: []string{addr}})
 	if err != nil {
 		t.Fatal(err)
@@ -250,10 +236,7 @@ func TestNodeClientContextCancelledMidRequest(t *testing.T) {
 }
 
 func TestNodeClientSaysWhatToInstall(t *testing.T) {
-	impl, err := lockimpl.Builtin().Get("node-ioredis")
-	if err != nil {
-		t.Fatal(err)
-	}
+	impl := nodeImpl(t)
 	cfg := lockimpl.Config{Addrs: []string{"127.0.0.1:1"}}
 	newErr := func() error {
 		t.Helper()
@@ -266,13 +249,13 @@ func TestNodeClientSaysWhatToInstall(t *testing.T) {
 	}
 
 	t.Run("no client there", func(t *testing.T) {
-		t.Setenv(lockimpl.EnvNodeClient, filepath.Join(t.TempDir(), "nowhere"))
-		if err := newErr(); !strings.Contains(err.Error(), lockimpl.EnvNodeClient) {
-			t.Errorf("error %q does not name %s", err, lockimpl.EnvNodeClient)
+		t.Setenv(subprocess.EnvNodeClient, filepath.Join(t.TempDir(), "nowhere"))
+		if err := newErr(); !strings.Contains(err.Error(), subprocess.EnvNodeClient) {
+			t.Errorf("error %q does not name %s", err, subprocess.EnvNodeClient)
 		}
 	})
 	t.Run("no node_modules", func(t *testing.T) {
-		src, err := os.ReadFile("../clients/node/lock.js")
+		src, err := os.ReadFile("../../clients/node/lock.js")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +263,7 @@ func TestNodeClientSaysWhatToInstall(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "lock.js"), src, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Setenv(lockimpl.EnvNodeClient, dir)
+		t.Setenv(subprocess.EnvNodeClient, dir)
 		if err := newErr(); !strings.Contains(err.Error(), "npm ci --prefix clients/node") || !strings.Contains(err.Error(), "ioredis") {
 			t.Errorf("error %q does not say to install ioredis with npm ci", err)
 		}
@@ -313,7 +296,7 @@ func fake(t *testing.T, cfg lockimpl.Config, fencing bool, script string, args .
 		cfg.Addrs = []string{"127.0.0.1:1"} // never dialled by a fake
 	}
 	argv := append([]string{"sh", "-c", script, "fake"}, args...)
-	l, err := lockimpl.Subprocess("fake", "a shell script", argv, fencing).New(cfg)
+	l, err := subprocess.Subprocess("fake", "a shell script", argv, fencing).New(cfg)
 	if err == nil {
 		t.Cleanup(func() { l.Close() })
 	}
@@ -349,7 +332,7 @@ func TestSubprocessBadHello(t *testing.T) {
 		{"garbage", `echo "pid=$$" >&2; echo 'Welcome to my lock!'; cat >/dev/null`, false,
 			[]string{"malformed hello line", "Welcome to my lock!"}},
 		{"other version", `echo "pid=$$" >&2; echo '{"hello":"locklab-lock/2","fencing":false}'; cat >/dev/null`, false,
-			[]string{`"locklab-lock/2"`, lockimpl.SubprocessProtocol}},
+			[]string{`"locklab-lock/2"`, subprocess.SubprocessProtocol}},
 		{"fencing disagrees", `echo "pid=$$" >&2; echo '` + fakeHello + `'; cat >/dev/null`, true,
 			[]string{"fencing false", "registered with fencing true"}},
 		{"exits", `echo "pid=$$ cannot start: no config" >&2; exit 7`, false,
@@ -405,7 +388,7 @@ func TestSubprocessLease(t *testing.T) {
 		{"fence", `{"id":%s,"outcome":"ok","token":"t","fence":7,"validity_ms":480}`, true, 7, 480 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := &steppedClock{now: base, step: time.Millisecond}
+			clock := locktest.NewSteppedClock(base, time.Millisecond)
 			script := fakeAnswering
 			if tc.fencing {
 				script = strings.Replace(script, `"fencing":false`, `"fencing":true`, 1)
@@ -544,7 +527,7 @@ func TestSubprocessCloseKillsTheGroup(t *testing.T) {
 			p := clientProcess(t, l)
 			pid := p.Pid()
 			var child int
-			waitFor(t, "the client writes its child's pid", func() bool {
+			locktest.Eventually(t, "the client writes its child's pid", func() bool {
 				b, _ := os.ReadFile(childFile)
 				child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 				return child > 0
@@ -561,7 +544,7 @@ func TestSubprocessCloseKillsTheGroup(t *testing.T) {
 				t.Errorf("client (pid %d) still there after Close", pid)
 			}
 			// The child is reparented when the client exits: gone or a zombie for its new parent.
-			waitFor(t, "the client's child dies", func() bool { return notRunning(child) })
+			locktest.Eventually(t, "the client's child dies", func() bool { return notRunning(child) })
 		})
 	}
 }
@@ -610,5 +593,5 @@ func TestSubprocessClientDiesWithLocklab(t *testing.T) {
 	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the client dies with its locklab", func() bool { return notRunning(client) })
+	locktest.Eventually(t, "the client dies with its locklab", func() bool { return notRunning(client) })
 }

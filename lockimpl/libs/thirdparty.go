@@ -1,7 +1,9 @@
-package lockimpl
+package libs
 
 import (
 	"fmt"
+
+	"github.com/locklab/locklab/lockimpl"
 )
 
 // This file lists the adapters for third-party Go lock libraries. Each adapter calls its
@@ -11,28 +13,28 @@ import (
 // an unknown error. The per-library tables are in redsync.go, bsmredislock.go and
 // rueidislock.go, and in docs/libraries.md.
 
-// thirdPartyImpls lists the third-party adapters.
-func thirdPartyImpls() []Impl {
-	return []Impl{
+// Impls lists the third-party adapters, in the order locks.All registers them.
+func Impls() []lockimpl.Impl {
+	return []lockimpl.Impl{
 		{
 			Name:        "redsync",
 			Description: "github.com/go-redsync/redsync/v4 " + redsyncVersion + " (Redlock over N independent servers, go-redis v9 pools), one try per acquire",
 			Topology:    "nodes",
-			Steps:       []string{StepGranted},
+			Steps:       []string{lockimpl.StepGranted},
 			New:         newRedsync,
 		},
 		{
 			Name:        "redislock",
 			Description: "github.com/bsm/redislock " + bsmRedislockVersion + " (single instance, Lua obtain/refresh/release), no retry",
 			Topology:    "single",
-			Steps:       []string{StepGranted},
+			Steps:       []string{lockimpl.StepGranted},
 			New:         newBSMRedislock,
 		},
 		{
 			Name:        "rueidislock",
 			Description: "github.com/redis/rueidis/rueidislock " + rueidisVersion + " (majority of 3 keys on one server, client-side caching, renews by itself)",
 			Topology:    "single",
-			Steps:       []string{StepGranted},
+			Steps:       []string{lockimpl.StepGranted},
 			New:         newRueidisLock,
 		},
 	}

@@ -1,4 +1,4 @@
-package lockimpl_test
+package libs_test
 
 import (
 	"context"
@@ -15,25 +15,30 @@ import (
 	"github.com/locklab/locklab/cluster/netproxy"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/lockimpl/libs"
+	"github.com/locklab/locklab/lockimpl/locktest"
 )
 
 // The third-party adapters are tested against real servers: redsync on three independent
 // nodes, redislock and rueidislock on one server. A raw client per server checks what
 // the library left there.
 
+// get is this package's implementation called name.
+func get(t testing.TB, name string) lockimpl.Impl {
+	t.Helper()
+	return locktest.Impl(t, libs.Impls(), name)
+}
+
 // thirdParty builds implementation name from cfg, closed at cleanup.
 func thirdParty(t *testing.T, name string, cfg lockimpl.Config) lockimpl.Locker {
 	t.Helper()
-	impl, err := lockimpl.Builtin().Get(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := impl.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return locktest.New(t, get(t, name), cfg)
+}
+
+// TestConformance runs the shared conformance suite on the correct single-instance
+// adapter (rueidislock is not one: it cannot extend, and keeps three keys).
+func TestConformance(t *testing.T) {
+	locktest.Conformance(t, get(t, "redislock"))
 }
 
 // tpRawClient is an inspection client of addr.
@@ -54,18 +59,6 @@ func tpDeadAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
-}
-
-// tpEventually polls cond (bounded by clustertest.Wait).
-func tpEventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(clustertest.Wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, clustertest.Wait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // tpCrashAtGrant is a Step hook that crashes the client right after the grant.
@@ -92,10 +85,7 @@ func tpWantUnknown(t *testing.T, what string, err error) {
 
 func TestThirdPartyRegistered(t *testing.T) {
 	for name, topo := range map[string]string{"redsync": cluster.Nodes, "redislock": cluster.Single, "rueidislock": cluster.Single} {
-		impl, err := lockimpl.Builtin().Get(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		impl := get(t, name)
 		if impl.Topology != topo || impl.Fencing || impl.Mutant || len(impl.Steps) != 1 || impl.Steps[0] != lockimpl.StepGranted {
 			t.Errorf("%s: %+v; want topology %s, no fencing, not a mutant, step %s", name, impl, topo, lockimpl.StepGranted)
 		}
@@ -192,7 +182,7 @@ func TestRedsyncStaleLeaseCannotHarmNewHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range raws {
-		waitGone(t, r, "k")
+		locktest.WaitGone(t, r, "k")
 	}
 	fresh, err := b.Acquire(ctx, "k", time.Minute)
 	if err != nil {
@@ -242,7 +232,7 @@ func TestRedsyncExtend(t *testing.T) {
 func TestRedsyncDeadlineIsTheLibrarysValidity(t *testing.T) {
 	_, addrs, _ := redsyncNodes(t)
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := &steppedClock{now: start, step: 10 * time.Millisecond}
+	clock := locktest.NewSteppedClock(start, 10*time.Millisecond)
 	l := thirdParty(t, "redsync", lockimpl.Config{Addrs: addrs, Clock: clock})
 	const ttl = 10 * time.Second
 	lease, err := l.Acquire(clustertest.Context(t), "k", ttl)
@@ -319,14 +309,14 @@ func TestRedsyncCrashAfterGrant(t *testing.T) {
 // --- bsm/redislock ---------------------------------------------------------------------
 
 func TestBSMRedislockStaleLeaseCannotHarmNewHolder(t *testing.T) {
-	addr, rc := server(t)
-	a, b := locker(t, "redislock", addr, nil), locker(t, "redislock", addr, nil)
+	addr, rc := locktest.Server(t)
+	a, b := locktest.Locker(t, get(t, "redislock"), addr, nil), locktest.Locker(t, get(t, "redislock"), addr, nil)
 	ctx := clustertest.Context(t)
 	stale, err := a.Acquire(ctx, "k", 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, rc, "k")
+	locktest.WaitGone(t, rc, "k")
 	fresh, err := b.Acquire(ctx, "k", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +328,7 @@ func TestBSMRedislockStaleLeaseCannotHarmNewHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, rc, "k2")
+	locktest.WaitGone(t, rc, "k2")
 	fresh2, err := b.Acquire(ctx, "k2", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -355,8 +345,8 @@ func TestBSMRedislockStaleLeaseCannotHarmNewHolder(t *testing.T) {
 }
 
 func TestBSMRedislockExtend(t *testing.T) {
-	addr, rc := server(t)
-	l := locker(t, "redislock", addr, nil)
+	addr, rc := locktest.Server(t)
+	l := locktest.Locker(t, get(t, "redislock"), addr, nil)
 	ctx := clustertest.Context(t)
 	lease, err := l.Acquire(ctx, "k", time.Second)
 	if err != nil {
@@ -421,8 +411,8 @@ func rueidisLive(t *testing.T, ctx context.Context, rc *redis.Client, key string
 }
 
 func TestRueidislockAcquireRelease(t *testing.T) {
-	addr, rc := server(t)
-	a, b := locker(t, "rueidislock", addr, nil), locker(t, "rueidislock", addr, nil)
+	addr, rc := locktest.Server(t)
+	a, b := locktest.Locker(t, get(t, "rueidislock"), addr, nil), locktest.Locker(t, get(t, "rueidislock"), addr, nil)
 	ctx := clustertest.Context(t)
 	const ttl = time.Minute
 	lease, err := a.Acquire(ctx, "k", ttl)
@@ -456,8 +446,8 @@ func TestRueidislockAcquireRelease(t *testing.T) {
 }
 
 func TestRueidislockRenewsByItself(t *testing.T) {
-	addr, rc := server(t)
-	l := locker(t, "rueidislock", addr, nil)
+	addr, rc := locktest.Server(t)
+	l := locktest.Locker(t, get(t, "rueidislock"), addr, nil)
 	ctx := clustertest.Context(t)
 	const ttl = 500 * time.Millisecond
 	// A renewal that a loaded machine delays past the key's expiry loses the lock (the
@@ -497,8 +487,8 @@ func TestRueidislockRenewsByItself(t *testing.T) {
 }
 
 func TestRueidislockLostWhenKeysDeleted(t *testing.T) {
-	addr, rc := server(t)
-	a, b := locker(t, "rueidislock", addr, nil), locker(t, "rueidislock", addr, nil)
+	addr, rc := locktest.Server(t)
+	a, b := locktest.Locker(t, get(t, "rueidislock"), addr, nil), locktest.Locker(t, get(t, "rueidislock"), addr, nil)
 	ctx := clustertest.Context(t)
 	lease, err := a.Acquire(ctx, "k", 300*time.Millisecond)
 	if err != nil {
@@ -509,7 +499,7 @@ func TestRueidislockLostWhenKeysDeleted(t *testing.T) {
 	if err := rc.Del(ctx, rueidisKeys("k")...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	tpEventually(t, "Current turns false", func() bool {
+	locktest.Eventually(t, "Current turns false", func() bool {
 		_, held := a.(lockimpl.Renewer).Current(lease)
 		return !held
 	})
@@ -541,7 +531,7 @@ func TestRueidislockServerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The connection drops: the library gives the lock up.
-	tpEventually(t, "Current turns false once the server is gone", func() bool {
+	locktest.Eventually(t, "Current turns false once the server is gone", func() bool {
 		_, held := l.(lockimpl.Renewer).Current(lease)
 		return !held
 	})
@@ -550,9 +540,9 @@ func TestRueidislockServerKilled(t *testing.T) {
 }
 
 func TestRueidislockCrashAfterGrant(t *testing.T) {
-	addr, rc := server(t)
-	a := locker(t, "rueidislock", addr, tpCrashAtGrant)
-	b := locker(t, "rueidislock", addr, nil)
+	addr, rc := locktest.Server(t)
+	a := locktest.Locker(t, get(t, "rueidislock"), addr, tpCrashAtGrant)
+	b := locktest.Locker(t, get(t, "rueidislock"), addr, nil)
 	ctx := clustertest.Context(t)
 	const ttl = time.Second
 	_, err := a.Acquire(ctx, "k", ttl)
@@ -564,7 +554,7 @@ func TestRueidislockCrashAfterGrant(t *testing.T) {
 	tpWantRefused(t, "Acquire right after the crash", err, lockimpl.ErrNotAcquired)
 	// ...and is no longer renewed: it expires.
 	for _, k := range rueidisKeys("k") {
-		waitGone(t, rc, k)
+		locktest.WaitGone(t, rc, k)
 	}
 	if _, err := b.Acquire(ctx, "k", time.Minute); err != nil {
 		t.Fatalf("Acquire after the crashed holder's keys expired: %v", err)
@@ -574,7 +564,7 @@ func TestRueidislockCrashAfterGrant(t *testing.T) {
 func TestRueidislockRunsOnReplicated(t *testing.T) {
 	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Replicated, Nodes: 2})
 	ctx := clustertest.Context(t)
-	a, b := replicatedLocker(t, c, "rueidislock", 0, time.Second), replicatedLocker(t, c, "rueidislock", 1, time.Second)
+	a, b := locktest.ReplicatedLocker(t, c, get(t, "rueidislock"), 0, time.Second), locktest.ReplicatedLocker(t, c, get(t, "rueidislock"), 1, time.Second)
 	lease, err := a.Acquire(ctx, "k", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -616,7 +606,7 @@ func TestRueidislockContextOutlivesKeys(t *testing.T) {
 	defer c.Net.RemoveToxic(link, toxic)
 	var fresh lockimpl.Lease
 	stalled := time.Now()
-	tpEventually(t, "another client acquires once the holder's keys expired", func() bool {
+	locktest.Eventually(t, "another client acquires once the holder's keys expired", func() bool {
 		fresh, err = b.Acquire(ctx, "k", time.Minute)
 		return err == nil
 	})
@@ -628,7 +618,7 @@ func TestRueidislockContextOutlivesKeys(t *testing.T) {
 		t.Fatalf("Current reports %s left while another client holds the lock", cur.Remaining(time.Now()))
 	}
 	taken := time.Since(stalled)
-	tpEventually(t, "the holder's context ends", func() bool {
+	locktest.Eventually(t, "the holder's context ends", func() bool {
 		_, held := a.(lockimpl.Renewer).Current(lease)
 		return !held
 	})

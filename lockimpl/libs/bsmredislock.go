@@ -1,4 +1,4 @@
-package lockimpl
+package libs
 
 import (
 	"context"
@@ -9,16 +9,19 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/lockimpl"
 )
 
 // bsmRedislockVersion is the version of github.com/bsm/redislock in go.mod, whose
 // behaviour the table below describes.
 const bsmRedislockVersion = "v0.10.0"
 
-// bsmRedislock adapts github.com/bsm/redislock (not to be confused with redislock.go,
-// locklab's own textbook lock): a single-instance lock whose obtain, refresh and release
-// are Lua scripts that compare the value (token) stored under the key. It runs on the
-// one primary of Config.primaryClient, so also on a replicated topology through Sentinel.
+// bsmRedislock adapts github.com/bsm/redislock (not to be confused with
+// lockimpl/redislock.go, locklab's own textbook lock): a single-instance lock whose
+// obtain, refresh and release are Lua scripts that compare the value (token) stored under
+// the key. It runs on the one primary of Config.PrimaryClient, so also on a replicated
+// topology through Sentinel.
 //
 // How its errors are classified (v0.10.0, redislock.go). With RetryStrategy NoRetry the
 // obtain script runs once; a script reply of nil (key held by another token) is its only
@@ -41,19 +44,19 @@ type bsmRedislock struct {
 	name   string
 	client *redis.Client
 	rl     *redislock.Client
-	clock  Clock
-	step   StepFunc
+	clock  lockimpl.Clock
+	step   lockimpl.StepFunc
 
 	mu    sync.Mutex
 	locks map[string]*redislock.Lock // live leases by token
 }
 
-var _ Locker = (*bsmRedislock)(nil)
+var _ lockimpl.Locker = (*bsmRedislock)(nil)
 
-func newBSMRedislock(cfg Config) (Locker, error) {
-	cfg = cfg.withDefaults()
+func newBSMRedislock(cfg lockimpl.Config) (lockimpl.Locker, error) {
+	cfg = cfg.WithDefaults()
 	const name = "redislock"
-	client, err := cfg.primaryClient()
+	client, err := cfg.PrimaryClient()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -68,21 +71,21 @@ func newBSMRedislock(cfg Config) (Locker, error) {
 }
 
 // Acquire implements Locker.
-func (l *bsmRedislock) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
-	ttl, err := checkArgs(key, ttl)
+func (l *bsmRedislock) Acquire(ctx context.Context, key string, ttl time.Duration) (lockimpl.Lease, error) {
+	ttl, err := lockimpl.CheckArgs(key, ttl)
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
 	}
 	start := l.clock.Now()
 	lock, err := l.rl.Obtain(ctx, key, ttl, &redislock.Options{RetryStrategy: redislock.NoRetry()})
 	switch {
 	case errors.Is(err, redislock.ErrNotObtained):
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, refusal(ErrNotAcquired, err))
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, refusal(lockimpl.ErrNotAcquired, err))
 	case err != nil:
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
-	if err := callStep(ctx, l.step, StepGranted); err != nil {
-		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
+	if err := lockimpl.CallStep(ctx, l.step, lockimpl.StepGranted); err != nil {
+		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
 	l.mu.Lock()
 	l.locks[lock.Token()] = lock
@@ -91,7 +94,7 @@ func (l *bsmRedislock) Acquire(ctx context.Context, key string, ttl time.Duratio
 }
 
 // Release implements Locker.
-func (l *bsmRedislock) Release(ctx context.Context, lease Lease) error {
+func (l *bsmRedislock) Release(ctx context.Context, lease lockimpl.Lease) error {
 	lock, err := l.lock(lease)
 	if err != nil {
 		return fmt.Errorf("%s: release %q: %w", l.name, lease.Key, err)
@@ -103,29 +106,29 @@ func (l *bsmRedislock) Release(ctx context.Context, lease Lease) error {
 		return nil
 	case errors.Is(err, redislock.ErrLockNotHeld):
 		l.forget(lease)
-		return fmt.Errorf("%s: release %q: %w", l.name, lease.Key, refusal(ErrNotHeld, err))
+		return fmt.Errorf("%s: release %q: %w", l.name, lease.Key, refusal(lockimpl.ErrNotHeld, err))
 	}
 	return fmt.Errorf("%s: release %q: %w", l.name, lease.Key, err)
 }
 
 // Extend implements Locker: Refresh resets the key's expiry to ttl if it is still ours.
-func (l *bsmRedislock) Extend(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
-	ttl, err := checkArgs(lease.Key, ttl)
+func (l *bsmRedislock) Extend(ctx context.Context, lease lockimpl.Lease, ttl time.Duration) (lockimpl.Lease, error) {
+	ttl, err := lockimpl.CheckArgs(lease.Key, ttl)
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: extend: %w", l.name, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: extend: %w", l.name, err)
 	}
 	lock, err := l.lock(lease)
 	if err != nil {
-		return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)
 	}
 	start := l.clock.Now()
 	err = lock.Refresh(ctx, ttl, nil) // nil options: NoRetry
 	switch {
 	case errors.Is(err, redislock.ErrNotObtained):
 		l.forget(lease)
-		return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, refusal(ErrNotHeld, err))
+		return lockimpl.Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, refusal(lockimpl.ErrNotHeld, err))
 	case err != nil:
-		return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)
+		return lockimpl.Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)
 	}
 	return l.lease(lease.Key, lease.Token, start, ttl), nil
 }
@@ -135,23 +138,23 @@ func (l *bsmRedislock) Close() error { return l.client.Close() }
 
 // lock is the library's lock of a live lease. A lease this client released or lost
 // already (a definite outcome), or never granted, is not ours: ErrNotHeld, nothing sent.
-func (l *bsmRedislock) lock(lease Lease) (*redislock.Lock, error) {
+func (l *bsmRedislock) lock(lease lockimpl.Lease) (*redislock.Lock, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lock, ok := l.locks[lease.Token]
 	if !ok || lock.Key() != lease.Key {
-		return nil, fmt.Errorf("%w: no live lease with this token in this client", ErrNotHeld)
+		return nil, fmt.Errorf("%w: no live lease with this token in this client", lockimpl.ErrNotHeld)
 	}
 	return lock, nil
 }
 
-func (l *bsmRedislock) forget(lease Lease) {
+func (l *bsmRedislock) forget(lease lockimpl.Lease) {
 	l.mu.Lock()
 	delete(l.locks, lease.Token)
 	l.mu.Unlock()
 }
 
-func (l *bsmRedislock) lease(key, token string, start time.Time, ttl time.Duration) Lease {
+func (l *bsmRedislock) lease(key, token string, start time.Time, ttl time.Duration) lockimpl.Lease {
 	deadline := start.Add(ttl)
-	return Lease{Key: key, Token: token, Deadline: deadline, Validity: deadline.Sub(l.clock.Now())}
+	return lockimpl.Lease{Key: key, Token: token, Deadline: deadline, Validity: deadline.Sub(l.clock.Now())}
 }

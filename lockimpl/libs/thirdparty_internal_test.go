@@ -1,4 +1,4 @@
-package lockimpl
+package libs
 
 import (
 	"errors"
@@ -12,11 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/lockimpl"
 )
 
 // The versions the adapters' tables describe are the versions go.mod requires.
 func TestThirdPartyVersions(t *testing.T) {
-	data, err := os.ReadFile("../go.mod")
+	data, err := os.ReadFile("../../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,14 +69,14 @@ func TestRedsyncClassification(t *testing.T) {
 	}
 	// The refusal keeps redsync's text and wraps the kind; the rest stays as it is.
 	l := &redsyncLock{clients: make([]*redis.Client, 3), quorum: 2}
-	err := l.classify(&redsync.ErrTaken{Nodes: []int{0, 1, 2}}, ErrNotAcquired)
-	if !errors.Is(err, ErrNotAcquired) || Classify(err) != histories.Fail || !strings.Contains(err.Error(), "lock already taken, locked nodes: [0 1 2]") {
+	err := l.classify(&redsync.ErrTaken{Nodes: []int{0, 1, 2}}, lockimpl.ErrNotAcquired)
+	if !errors.Is(err, lockimpl.ErrNotAcquired) || lockimpl.Classify(err) != histories.Fail || !strings.Contains(err.Error(), "lock already taken, locked nodes: [0 1 2]") {
 		t.Errorf("classify(ErrTaken) = %v", err)
 	}
-	if err := l.classify(netErr, ErrNotHeld); Classify(err) != histories.Unknown || !errors.Is(err, syscall.ECONNREFUSED) {
+	if err := l.classify(netErr, lockimpl.ErrNotHeld); lockimpl.Classify(err) != histories.Unknown || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("classify(RedisError) = %v", err)
 	}
-	if err := l.classify(nil, ErrNotHeld); Classify(err) != histories.Unknown {
+	if err := l.classify(nil, lockimpl.ErrNotHeld); lockimpl.Classify(err) != histories.Unknown {
 		t.Errorf("classify(nil) = %v, want unknown", err)
 	}
 }

@@ -1,0 +1,24 @@
+package locks
+
+import (
+	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/lockimpl/libs"
+	"github.com/locklab/locklab/lockimpl/subprocess"
+)
+
+// All is a fresh registry of every implementation locklab ships: the correct
+// single-instance locks, the mutants, then the multi-node, renewing, third-party and
+// subprocess locks.
+func All() *lockimpl.Registry {
+	r := lockimpl.NewRegistry()
+	var all []lockimpl.Impl
+	all = append(all, lockimpl.Impls()...)
+	all = append(all, libs.Impls()...)
+	all = append(all, subprocess.Impls()...)
+	for _, i := range all {
+		if err := r.Register(i); err != nil {
+			panic(err) // a programming error in the lists
+		}
+	}
+	return r
+}
