@@ -87,6 +87,16 @@ type Renewer interface {
 	Current(lease Lease) (Lease, bool)
 }
 
+// Crasher is a Locker with work of its own besides its calls (renewals, a client
+// process). Crash stops all of it the way the death of the client's process would: no
+// more renewals, connections closed, and nothing released — the keys stay until they
+// expire. The workload calls Crash when its client crashes, at whatever point; Close still
+// follows at the end of the run and must release nothing after a Crash. A Locker without
+// such work needs no Crash: closing it releases nothing.
+type Crasher interface {
+	Crash()
+}
+
 // CallStep calls the Step hook fn (nil: none); its error is the injected crash and ends
 // the operation there. Every implementation calls its hook through it, so that an
 // injected crash reads the same everywhere.

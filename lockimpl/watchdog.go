@@ -32,13 +32,15 @@ type watchdog struct {
 	wg   sync.WaitGroup // every renewal goroutine ever started, for Close
 
 	mu       sync.Mutex
-	renewals map[string]*renewal // by token
+	renewals map[string]*renewal // by token, while the watch lives
 	closed   bool
+	crashed  bool // Crash closed the client: Close has nothing left to close
 }
 
 var (
 	_ Locker  = (*watchdog)(nil)
 	_ Renewer = (*watchdog)(nil)
+	_ Crasher = (*watchdog)(nil)
 )
 
 // renewal is the watch over one lease.
@@ -103,9 +105,18 @@ func (w *watchdog) watch(lease Lease, ttl time.Duration) bool {
 	return true
 }
 
-// renewLoop renews r every ttl/3 until it is stopped or lost.
+// renewLoop renews r every ttl/3 until it is stopped or lost. A watch that ends leaves
+// the map (unless a newer watch of the token replaced it), so that nothing is kept for
+// a lease nobody renews.
 func (w *watchdog) renewLoop(r *renewal) {
 	defer close(r.done)
+	defer func() {
+		w.mu.Lock()
+		if w.renewals[r.token] == r {
+			delete(w.renewals, r.token)
+		}
+		w.mu.Unlock()
+	}()
 	for {
 		r.mu.Lock()
 		period := max(r.ttl/3, time.Millisecond)
@@ -252,6 +263,24 @@ func (r *renewal) refresh(deadline time.Time, ttl time.Duration) bool {
 	return true
 }
 
+// Crash implements Crasher: every watch stops without a release, and the client's
+// connections close, as when its process dies.
+func (w *watchdog) Crash() {
+	w.mu.Lock()
+	if w.crashed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed, w.crashed = true, true
+	for _, r := range w.renewals {
+		r.cancel()
+	}
+	w.renewals = map[string]*renewal{}
+	w.mu.Unlock()
+	w.wg.Wait()
+	_ = w.lock.Close() // a dead process's connections just end
+}
+
 // Close implements Locker: every watch stops, and its goroutine has exited, before the
 // client closes.
 func (w *watchdog) Close() error {
@@ -261,7 +290,11 @@ func (w *watchdog) Close() error {
 		r.cancel()
 	}
 	w.renewals = map[string]*renewal{}
+	crashed := w.crashed
 	w.mu.Unlock()
 	w.wg.Wait()
+	if crashed {
+		return nil
+	}
 	return w.lock.Close()
 }

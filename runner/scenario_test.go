@@ -6,6 +6,7 @@ import (
 
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/workload"
 
 	lin "github.com/locklab/locklab/linearizability"
 )
@@ -171,5 +172,24 @@ func TestUnfencedRead(t *testing.T) {
 			assertVerdicts(t, rep, c.want)
 			assertFaultsFired(t, rep)
 		})
+	}
+}
+
+// TestACrashStopsTheRenewer: a client that crashes holding the lock of an implementation
+// that renews by itself stops renewing, as its dead process would, wherever it crashed:
+// the lock expires by its TTL and the other client gets it (L1 holds).
+func TestACrashStopsTheRenewer(t *testing.T) {
+	for _, impl := range []string{"watchdog", "rueidislock"} {
+		for _, point := range []string{workload.AfterAcquire, workload.BeforeWrite, workload.InRelease} {
+			t.Run(impl+"/"+point, func(t *testing.T) {
+				p := plan.Default()
+				p.Name, p.Impl, p.Clients = "crash-"+point, impl, 2
+				p.TTL, p.Duration = plan.D(300*time.Millisecond), plan.D(2*time.Second)
+				p.Faults = []plan.FaultSpec{{Kind: "client-crash", Target: "client:0", Point: point}}
+				rep := runPlan(t, nil, p)
+				assertFaultsFired(t, rep)
+				assertVerdicts(t, rep, verdicts{lin.L1: lin.OK})
+			})
+		}
 	}
 }

@@ -128,6 +128,9 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config) error {
 	wg.Wait()
 	var errs []error
 	for _, c := range clients {
+		if c.closed {
+			continue
+		}
 		if err := c.locker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close locker of client %d: %w", c.id, err))
 		}
@@ -145,6 +148,7 @@ type client struct {
 	rng    *rand.Rand
 	// noExtend is set once the implementation answered ErrUnsupported: it cannot extend.
 	noExtend bool
+	closed   bool // the locker was closed when the client crashed
 }
 
 func stopped(ctx context.Context, stop <-chan struct{}) bool {
@@ -163,6 +167,7 @@ func (c *client) loop(ctx context.Context, stop <-chan struct{}) {
 		key := KeyName(c.rng.IntN(c.cfg.Keys))
 		lease, outcome, crashed := c.acquire(ctx, key)
 		if crashed {
+			c.die()
 			return
 		}
 		if outcome != histories.OK {
@@ -170,10 +175,23 @@ func (c *client) loop(ctx context.Context, stop <-chan struct{}) {
 			continue
 		}
 		if crashed := c.section(ctx, lease); crashed {
+			c.die()
 			return
 		}
 		c.sleep(ctx, c.cfg.Think)
 	}
+}
+
+// die stops what the death of the client's process would stop, wherever it crashed: a
+// lock with work of its own (renewals, a client process) stops it without a release;
+// any other lock is closed, which releases nothing.
+func (c *client) die() {
+	if cr, ok := c.locker.(lockimpl.Crasher); ok {
+		cr.Crash()
+		return
+	}
+	c.closed = true
+	_ = c.locker.Close() // a dead process's connections just end
 }
 
 func (c *client) jitter(d time.Duration) time.Duration {

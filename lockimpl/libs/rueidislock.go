@@ -93,6 +93,7 @@ type rueidisLease struct {
 var (
 	_ lockimpl.Locker  = (*rueidisLock)(nil)
 	_ lockimpl.Renewer = (*rueidisLock)(nil)
+	_ lockimpl.Crasher = (*rueidisLock)(nil)
 )
 
 func newRueidisLock(cfg lockimpl.Config) (lockimpl.Locker, error) {
@@ -198,6 +199,9 @@ func (l *rueidisLock) Acquire(ctx context.Context, key string, ttl time.Duration
 	deadline := start.Add(ttl)
 	return lockimpl.Lease{Key: key, Token: token, Deadline: deadline, Validity: deadline.Sub(l.clock.Now())}, nil
 }
+
+// Crash implements lockimpl.Crasher (see crash).
+func (l *rueidisLock) Crash() { l.crash() }
 
 // crash stops every renewal of this client without deleting any key: it closes the
 // rueidis clients, so the renewal goroutines' commands fail before being sent. The

@@ -132,7 +132,8 @@ type subprocessLocker struct {
 }
 
 var (
-	_ lockimpl.Locker = (*subprocessLocker)(nil)
+	_ lockimpl.Locker  = (*subprocessLocker)(nil)
+	_ lockimpl.Crasher = (*subprocessLocker)(nil)
 	_ ClientProcess   = (*subprocessLocker)(nil)
 )
 
@@ -296,6 +297,18 @@ func (l *subprocessLocker) Pid() int {
 		return 0
 	}
 	return l.proc.pid
+}
+
+// Crash implements lockimpl.Crasher: the client's process group is killed (kill -9), as
+// if it had crashed, and never restarted; whatever it held stays until it expires.
+func (l *subprocessLocker) Crash() {
+	l.mu.Lock()
+	p := l.proc
+	l.proc, l.closed = nil, true
+	l.mu.Unlock()
+	if p != nil {
+		_ = p.kill() // a crash: how the client's end went is no concern of the run
+	}
 }
 
 // Signal implements ClientProcess.
