@@ -86,16 +86,16 @@ tla:
 
 # The verdict matrix: every implementation × catalog scenario × fencing off/full, R runs per
 # cell (make matrix R=10 for a firmer count; MATRIX_FLAGS="--parallel 4" to go faster), into
-# $(OUT)/matrix; the table in README.md between its matrix markers is replaced. Exit status 2
-# means a run failed to run (its cell says err) or the matrix was interrupted.
+# $(OUT)/matrix; the table in docs/matrix.md between its matrix markers is replaced. Exit
+# status 2 means a run failed to run (its cell says err) or the matrix was interrupted.
 R            ?= 1
 MATRIX_FLAGS ?=
 matrix: deps build
-	$(BIN) matrix --repeat $(R) --out $(OUT)/matrix --readme README.md $(MATRIX_FLAGS)
+	$(BIN) matrix --repeat $(R) --out $(OUT)/matrix --readme docs/matrix.md $(MATRIX_FLAGS)
 
 # Time to detection of every bug class by random search (10 seeds each, the first one's
-# counterexample shrunk) and the false alarms of fault-free campaigns, into BENCHMARKS.md.
-# About half an hour on 2 cores; SEEDS=3 for a quick look.
+# counterexample shrunk) and the false alarms of fault-free campaigns, into BENCHMARKS.md,
+# whose "Produced by" line says how long that run took; SEEDS=3 for a quick look.
 SEEDS ?= 10
 detection: deps build
 	$(BIN) detection --seeds $(SEEDS) --parallel 2 --shrink --shrink-time 30s --out $(OUT)/detection --markdown BENCHMARKS.md

@@ -12,11 +12,11 @@ import (
 	"github.com/locklab/locklab/plan"
 )
 
-// Class is a known bug class (DESIGN.md's table, and the catalog's scenarios) as a search
-// problem: the space a random search draws from, and the properties whose violation
-// counts as finding the class. The space only restricts the implementation, the fault
-// kinds and the fencing mode, never when, where or at which point a fault strikes: the
-// generator has to find that by itself.
+// Class is a known bug class (docs/design.md's table, and the catalog's scenarios) as a
+// search problem: the space a random search draws from, and the properties whose
+// violation counts as finding the class. The space only restricts the implementation,
+// the fault kinds and the fencing mode, never when, where or at which point a fault
+// strikes: the generator has to find that by itself.
 type Class struct {
 	ID          string
 	Description string
@@ -61,10 +61,10 @@ func Classes(reg *lockimpl.Registry) []Class {
 		{ID: "unfenced-read", Description: "fencing on writes only: a stale write lands between the new holder's read and write", Space: Space{Impls: []string{"fenced"}, Faults: []string{"client-pause"}, Fencings: []string{"writes"}}, Detect: []lin.Property{lin.P2}, Scenarios: []string{"unfenced-read"}},
 		{ID: "ttl-too-short", Description: "critical section longer than the TTL, no fault at all", Space: Space{Impls: []string{"setnx"}, Faults: []string{NoFaults}}, Detect: p1p2, Scenarios: []string{"ttl-too-short"}},
 	}
-	// A mutant's bug is in the lock; faults only open the windows it needs. DESIGN.md's
-	// "needs" column says which: unsafe-release a pause (one, so that the correct lock's
-	// expectations can tell whose doing a violation is), no-expiry a crash; check-then-set
-	// only contention.
+	// A mutant's bug is in the lock; faults only open the windows it needs.
+	// docs/design.md's "needs" column says which: unsafe-release a pause (one, so that
+	// the correct lock's expectations can tell whose doing a violation is), no-expiry a
+	// crash; check-then-set only contention.
 	mutant := func(impl string, kinds []string, maxFaults int) Space {
 		return Space{Impls: []string{impl}, Faults: kinds, MaxFaults: maxFaults, Calm: true}
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Property names one checked property of DESIGN.md.
+// Property names one checked property of docs/design.md.
 type Property string
 
 // The four properties, in report order.

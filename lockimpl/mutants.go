@@ -9,7 +9,8 @@ import (
 )
 
 // The mutants are setnx with one step broken each, so that the checkers can be shown to
-// catch each known bug class (DESIGN.md). Each bug is the classic mistake, kept verbatim.
+// catch each known bug class (docs/design.md). Each bug is the classic mistake, kept
+// verbatim.
 
 // Step names the mutants pass between their two commands.
 const (

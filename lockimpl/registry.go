@@ -12,7 +12,7 @@ type Impl struct {
 	Fencing           bool     // grants fencing tokens (Lease.Fence > 0)
 	Topology          string   // topology kind it needs (cluster's Topology.Kind); see RunsOn
 	Mutant            bool     // deliberately broken
-	Bug               string   // for mutants: the bug class id from DESIGN.md
+	Bug               string   // for mutants: the bug class id from docs/design.md
 	Steps             []string // step names it passes to Config.Step, where client faults can strike
 	New               func(Config) (Locker, error)
 }
@@ -67,7 +67,7 @@ func singleImpls() []Impl {
 	}
 }
 
-// mutantImpls are the deliberately broken locks, one per bug class of DESIGN.md.
+// mutantImpls are the deliberately broken locks, one per bug class of docs/design.md.
 func mutantImpls() []Impl {
 	return []Impl{
 		{

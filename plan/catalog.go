@@ -13,8 +13,9 @@ import (
 //go:embed scenarios/*.json
 var scenarioFiles embed.FS
 
-// Scenarios returns the catalog: scripted plans that reproduce DESIGN.md's bug classes,
-// by name. They are data (scenarios/*.json), validated against reg like any plan file.
+// Scenarios returns the catalog: scripted plans that reproduce docs/design.md's bug
+// classes, by name. They are data (scenarios/*.json), validated against reg like any
+// plan file.
 func Scenarios(reg *lockimpl.Registry) ([]Plan, error) {
 	entries, err := scenarioFiles.ReadDir("scenarios")
 	if err != nil {

@@ -73,7 +73,7 @@ const (
 	MaxRunTime = time.Hour
 )
 
-// Default is what a plan file or flag leaves unsaid. README.md lists these values.
+// Default is what a plan file or flag leaves unsaid. docs/cli.md lists these values.
 func Default() Plan {
 	return Plan{
 		Impl: "setnx", Topology: "single", Clients: 3, Keys: 1,

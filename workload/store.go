@@ -14,7 +14,7 @@ import (
 // Fencing is the protected store's rule for fencing tokens.
 type Fencing string
 
-// The store's fencing modes (DESIGN.md, P2).
+// The store's fencing modes (docs/design.md, P2).
 const (
 	FencingOff    Fencing = "off"    // every read and write is accepted
 	FencingWrites Fencing = "writes" // a write with fence f is accepted iff f ≥ the largest fence seen on writes

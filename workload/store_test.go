@@ -11,7 +11,7 @@ import (
 )
 
 // TestStoreFencingRules drives the store's Lua register through each mode's rule
-// (DESIGN.md, P2) on a real Redis.
+// (docs/design.md, P2) on a real Redis.
 func TestStoreFencingRules(t *testing.T) {
 	node := clustertest.Node(t, cluster.NodeConfig{Name: "store"})
 	ctx := context.Background()

@@ -67,10 +67,10 @@ func faultSide(f plan.FaultSpec) string {
 	return SideLock
 }
 
-// Rules are the expectations of the models (DESIGN.md's properties, the TLA+ specs, the
-// catalog's documented verdicts), each a claim that must hold on every run it matches.
-// They are deliberately few: where a fault could break a property through timing the
-// models do not bound, no rule claims it.
+// Rules are the expectations of the models (docs/design.md's properties, the TLA+ specs,
+// the catalog's documented verdicts), each a claim that must hold on every run it
+// matches. They are deliberately few: where a fault could break a property through
+// timing the models do not bound, no rule claims it.
 func Rules() []Rule {
 	all := []lin.Property{lin.P1, lin.P2, lin.P3, lin.L1}
 	// Faults that cannot make an INCR counter on one server hand out a fence twice: every

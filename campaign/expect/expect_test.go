@@ -75,7 +75,7 @@ func TestExpectedTable(t *testing.T) {
 }
 
 // TestExpectedNeverContradictsTheCatalog: no rule expects a property that a catalog
-// scenario is documented (README.md, scenario tests) to violate, in any fencing mode.
+// scenario is documented (docs/matrix.md, scenario tests) to violate, in any fencing mode.
 func TestExpectedNeverContradictsTheCatalog(t *testing.T) {
 	reg := locks.All()
 	// scenario → fencing mode → properties it violates ("*" for every mode).

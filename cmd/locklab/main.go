@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit statuses, as README.md documents them.
+// Exit statuses, as docs/cli.md documents them.
 const (
 	exitOK        = 0 // every property held
 	exitViolation = 1 // a checker found a violation

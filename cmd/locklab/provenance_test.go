@@ -72,7 +72,7 @@ func shellWords(s string) ([]string, error) {
 }
 
 // TestCommandLineReparses: the command line a matrix or a detection run records (and
-// prints into README.md and BENCHMARKS.md) parses again with the same flags.
+// prints into docs/matrix.md and BENCHMARKS.md) parses again with the same flags.
 func TestCommandLineReparses(t *testing.T) {
 	for _, args := range [][]string{
 		{"detection", "--seeds", "10", "--parallel", "2", "--shrink", "--shrink-time", "30s", "--out", "out/detection", "--markdown", "BENCHMARKS.md"},

@@ -39,7 +39,7 @@ const (
 	maxRun    = 3 * time.Second
 )
 
-// properties maps the specs' invariants to the properties of DESIGN.md.
+// properties maps the specs' invariants to the properties of docs/design.md.
 var properties = map[string]linearizability.Property{
 	"MutualExclusion": linearizability.P1,
 	"StoreSafety":     linearizability.P2,

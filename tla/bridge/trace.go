@@ -1,6 +1,6 @@
 // Package bridge turns a TLC counterexample of the TLA+ specs in tla/ into a locklab
 // plan, so that a violation the model checker found in the abstract model can be replayed
-// on real Redis and checked by the same properties (tla/README.md, DESIGN.md).
+// on real Redis and checked by the same properties (tla/README.md, docs/design.md).
 //
 // trace.go reads the trace as tla/check.sh --update-traces saves it, config.go the TLC
 // config it was checked with, story.go reads the LeaseLock schedule out of the events and
