@@ -19,7 +19,7 @@ func WriteMatrix(dir string, m matrix.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create matrix directory: %w", err)
 	}
-	md := "# Verdict matrix\n\n" + MatrixMarkdown(m, "")
+	md := "# Verdict matrix\n\n" + MatrixMarkdown(m, true)
 	if err := os.WriteFile(filepath.Join(dir, matrix.MarkdownFile), []byte(md), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", matrix.MarkdownFile, err)
 	}
@@ -42,7 +42,16 @@ var matrixLegend = []string{
 	"—: the scenario does not apply to the implementation; the notes say why.",
 	"none: the implementation grants no fencing token (fence source none), so a fencing mode other than off cannot be tried.",
 	"fence source: lock when the lock grants a fencing token with each lease, none when it grants none. (mutant): deliberately broken.",
-	"Superscripts refer to the notes. Each cell links to the report of its first violating run (else its first run); matrix.html links every run.",
+	"Superscripts refer to the notes.",
+}
+
+// linkLegend is the legend's last line, for a table whose cells link to their runs and for
+// one without links (a copy outside the matrix's directory, e.g. in the repository).
+func linkLegend(links bool) string {
+	if links {
+		return "Each cell links to the report of its first violating run (else its first run); matrix.html links every run."
+	}
+	return "The runs are not part of this document: matrix.html in the matrix's output directory links every run's report."
 }
 
 // matrixView is the matrix laid out for rendering: tables, cells and numbered notes.
@@ -87,13 +96,11 @@ type noteView struct {
 	Cells []string // "impl × scenario"
 }
 
-// view lays the matrix out with links prefixed by prefix (a path from where the document
-// is to the matrix directory, "" when it is in it).
-func matrixViewOf(m matrix.Result, prefix string) matrixView {
-	if prefix != "" && !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
-	}
-	v := matrixView{Title: "Verdict matrix", Meta: m.Meta, Intro: matrixIntro(m), Legend: matrixLegend}
+// matrixViewOf lays the matrix out, with links to the runs (relative to the matrix
+// directory) or without any.
+func matrixViewOf(m matrix.Result, links bool) matrixView {
+	prefix := ""
+	v := matrixView{Title: "Verdict matrix", Meta: m.Meta, Intro: matrixIntro(m), Legend: append(slices.Clone(matrixLegend), linkLegend(links))}
 	notes := map[string]int{}
 	note := func(text, where string) string {
 		k, ok := notes[text]
@@ -122,7 +129,7 @@ func matrixViewOf(m matrix.Result, prefix string) matrixView {
 				}
 				where := c.Impl + " × " + c.Scenario
 				cv := cellView{Summary: c.Summary(), Class: c.Class(), Title: c.Reason}
-				if l := c.Link(); l != "" {
+				if l := c.Link(); l != "" && links {
 					cv.Link = prefix + l
 				}
 				var sups []string
@@ -133,7 +140,10 @@ func matrixViewOf(m matrix.Result, prefix string) matrixView {
 					sups = append(sups, note(c.Note, where))
 				}
 				for _, r := range c.Runs {
-					rv := runView{Label: fmt.Sprint(r.Index), Link: prefix + r.Link, Class: r.Class(), Title: runTitle(r)}
+					rv := runView{Label: fmt.Sprint(r.Index), Class: r.Class(), Title: runTitle(r)}
+					if links {
+						rv.Link = prefix + r.Link
+					}
 					cv.Runs = append(cv.Runs, rv)
 					if r.Error != "" {
 						sups = append(sups, note(fmt.Sprintf("run %d failed to run: %s", r.Index, r.Error), where))
@@ -183,10 +193,11 @@ func runTitle(r matrix.CellRun) string {
 
 // MatrixMarkdown is the matrix as Markdown without a title: the line saying what produced it,
 // one table per fencing mode (rows: scenarios, columns: implementations), the notes and
-// the legend. Links are prefixed by prefix, the path from the document's directory to the
-// matrix's ("" for a document in it).
-func MatrixMarkdown(m matrix.Result, prefix string) string {
-	v := matrixViewOf(m, prefix)
+// the legend. With links, each cell links to its run's report, relative to the matrix
+// directory (for matrix.md); without, nothing links outside the document (for a copy in
+// the repository, whose runs are not in it).
+func MatrixMarkdown(m matrix.Result, links bool) string {
+	v := matrixViewOf(m, links)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", v.Intro)
 	for _, t := range v.Tables {
@@ -250,7 +261,7 @@ func superscript(n int) string {
 // MatrixHTML is the matrix as a self-contained page: coloured cells, every run linked.
 func MatrixHTML(m matrix.Result) ([]byte, error) {
 	var b bytes.Buffer
-	if err := matrixPage.Execute(&b, matrixViewOf(m, "")); err != nil {
+	if err := matrixPage.Execute(&b, matrixViewOf(m, true)); err != nil {
 		return nil, fmt.Errorf("render %s: %w", matrix.HTMLFile, err)
 	}
 	return b.Bytes(), nil

@@ -53,7 +53,7 @@ flags, a run that failed to run (its cell says err), or an interruption (the run
 finished are written, marked incomplete, and FILE is left alone).`,
 		Example: `  locklab matrix --repeat 3 --out out/matrix
   locklab matrix --impl setnx,fenced --scenario baseline,pause-past-ttl --parallel 4
-  locklab matrix --repeat 1 --out out/matrix --readme README.md`,
+  locklab matrix --repeat 1 --out out/matrix --readme docs/matrix.md`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if readme != "" {
@@ -106,7 +106,7 @@ finished are written, marked incomplete, and FILE is left alone).`,
 				return &statusError{exitError, err}
 			}
 			if readme != "" {
-				if err := updateReadme(readme, out, res); err != nil {
+				if err := updateReadme(readme, res); err != nil {
 					return &statusError{exitError, err}
 				}
 				fmt.Fprintf(w, "%s: matrix table replaced\n", readme)
@@ -220,18 +220,14 @@ func (p *progress) end() {
 	}
 }
 
-// updateReadme replaces the matrix table in the Markdown file readme with res, its links
-// made relative to readme's directory.
-func updateReadme(readme, out string, res matrix.Result) error {
+// updateReadme replaces the matrix table in the Markdown file readme with res, without
+// links: the runs are under the output directory, not part of the document.
+func updateReadme(readme string, res matrix.Result) error {
 	data, err := os.ReadFile(readme)
 	if err != nil {
 		return fmt.Errorf("update %s: %w", readme, err)
 	}
-	prefix, err := relativeDir(filepath.Dir(readme), out)
-	if err != nil {
-		return fmt.Errorf("update %s: %w", readme, err)
-	}
-	doc, err := replaceMatrixBlock(data, report.MatrixMarkdown(res, prefix), readme)
+	doc, err := replaceMatrixBlock(data, report.MatrixMarkdown(res, false), readme)
 	if err != nil {
 		return err
 	}
@@ -243,26 +239,6 @@ func updateReadme(readme, out string, res matrix.Result) error {
 		return fmt.Errorf("update %s: %w", readme, err)
 	}
 	return nil
-}
-
-// relativeDir is the path from directory from to directory to, with forward slashes.
-func relativeDir(from, to string) (string, error) {
-	af, err := filepath.Abs(from)
-	if err != nil {
-		return "", err
-	}
-	at, err := filepath.Abs(to)
-	if err != nil {
-		return "", err
-	}
-	rel, err := filepath.Rel(af, at)
-	if err != nil {
-		return "", err
-	}
-	if rel == "." {
-		return "", nil
-	}
-	return filepath.ToSlash(rel), nil
 }
 
 // replaceMatrixBlock puts block between the marker lines of doc (name is the file, for

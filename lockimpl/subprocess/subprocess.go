@@ -134,7 +134,7 @@ type subprocessLocker struct {
 var (
 	_ lockimpl.Locker  = (*subprocessLocker)(nil)
 	_ lockimpl.Crasher = (*subprocessLocker)(nil)
-	_ ClientProcess   = (*subprocessLocker)(nil)
+	_ ClientProcess    = (*subprocessLocker)(nil)
 )
 
 // newSubprocessLocker checks cfg and starts the first client, so that a client that
