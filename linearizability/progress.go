@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,9 +41,15 @@ func checkProgress(h histories.History, bs map[string][]belief, slack time.Durat
 		case op.Kind == histories.Acquire && op.Outcome == histories.Fail:
 			fails[op.Key] = append(fails[op.Key], i)
 		case (op.Kind == histories.Acquire || op.Kind == histories.Extend) && op.Outcome == histories.Unknown:
-			// sorted by call below; at is the return, call is looked up through op
-			unknowns[op.Key] = append(unknowns[op.Key], letGo{at: op.Return, ttl: ttlOf(h, op), op: i,
-				why: fmt.Sprintf("process %d (client %d)'s %s with unknown outcome gave up", op.Process, op.Client, op.Kind)})
+			// sorted by call below; at is when it may have taken effect last, call is looked up through op
+			g := letGo{at: op.Return, ttl: ttlOf(h, op), op: i,
+				why: fmt.Sprintf("process %d (client %d)'s %s with unknown outcome gave up", op.Process, op.Client, op.Kind)}
+			if until, w, ok := heldBack(h, op); ok && until > g.at {
+				g.at = until
+				g.why = fmt.Sprintf("process %d (client %d)'s %s with unknown outcome may have taken effect only when %s on %s ended",
+					op.Process, op.Client, op.Kind, w.Kind, w.Target)
+			}
+			unknowns[op.Key] = append(unknowns[op.Key], g)
 		}
 	}
 	if acquires == 0 {
@@ -114,6 +121,52 @@ func firstStuck(h histories.History, key string, bs []belief, unknowns []letGo, 
 		return finding{text: text, at: last.at, until: c.Return}, c.Call, true
 	}
 	return finding{}, 0, false
+}
+
+// heldBack is how long a fault could have held back op, a command to the lock servers
+// whose outcome is unknown: a paused lock server runs what it received when it continues,
+// and a slowed or black-holed link to one delivers or drops it no earlier than the fault
+// ends. So an unknown command may take effect until the latest end of such a fault active
+// while it was in flight (the end of the history for one still active), never only by
+// its return. Faults on the store, on other clients' links, and on replies are no such
+// fault.
+func heldBack(h histories.History, op histories.Op) (int64, histories.FaultWindow, bool) {
+	var until int64
+	var which histories.FaultWindow
+	found := false
+	for _, w := range h.Faults {
+		if w.Start > op.Return || (w.End != -1 && w.End < op.Call) || !holdsCommands(w, op.Client) {
+			continue
+		}
+		end := w.End
+		if end == -1 {
+			end = historyEnd(h)
+		}
+		if !found || end > until {
+			until, which, found = end, w, true
+		}
+	}
+	return until, which, found
+}
+
+// holdsCommands reports whether fault window w can hold back client's commands to a lock
+// server: a server pause of one, or latency or a black hole on a link that may be one of
+// the client's links to one.
+func holdsCommands(w histories.FaultWindow, client int) bool {
+	switch w.Kind {
+	case "server-pause":
+		return w.Target != "store"
+	case "net-latency", "net-blackhole":
+		from, to, ok := strings.Cut(w.Target, "->")
+		if !ok || to == "store" || strings.Contains(w.Detail, " down on ") {
+			return false
+		}
+		if n, isClient := strings.CutPrefix(from, "client:"); isClient && n != "*" && n != strconv.Itoa(client) {
+			return false
+		}
+		return true
+	}
+	return false
 }
 
 // frontier answers "which of the first n let-go moments allows the lease to live longest,

@@ -107,3 +107,50 @@ func TestProgressMentionsActiveFaults(t *testing.T) {
 		t.Errorf("explanation %q should name the active fault, and only it", pr.Explanation)
 	}
 }
+
+// TestProgressBoundsUnknownsByTheFaultsThatHoldThemBack: an unknown acquire may take
+// effect as long as a fault holds its command back (a paused lock server, a slowed or
+// black-holed link to one), not only until its return; faults that cannot hold it back
+// (on the store, on another client's link, on replies) change nothing.
+func TestProgressBoundsUnknownsByTheFaultsThatHoldThemBack(t *testing.T) {
+	const ttl100 = 100 * time.Millisecond
+	// Client 2's acquire timed out at 0.5 s while lock-0 was paused until 1.0 s: its SET NX
+	// ran at 1.0 s and the lock was legitimately taken until 1.1 s.
+	base := func(failCall float64, w histories.FaultWindow) histories.History {
+		h := history("off", ttl100,
+			op(0, histories.Acquire, "k", histories.OK, 0, 10, client(0)),
+			op(0, histories.Crash, "k", histories.OK, 20, 20, client(0)),
+			op(2, histories.Acquire, "k", histories.Unknown, 100, 500, client(2)),
+			op(1, histories.Acquire, "k", histories.Fail, failCall, failCall+10, client(1)),
+		)
+		h.Faults = []histories.FaultWindow{w}
+		return h
+	}
+	pause := histories.FaultWindow{Kind: "server-pause", Target: "lock-0", Start: ms(50), End: ms(1000)}
+	for _, c := range []struct {
+		name     string
+		failCall float64
+		w        histories.FaultWindow
+		want     Verdict
+	}{
+		{"paused lock server", 1200, pause, OK},
+		{"paused lock server, lease long gone", 1500, pause, Illegal},
+		{"still paused at the end", 1200, histories.FaultWindow{Kind: "server-pause", Target: "lock-0", Start: ms(50), End: -1}, OK},
+		{"slowed link of the client", 1200, histories.FaultWindow{Kind: "net-latency", Target: "client:2->lock-0", Start: ms(50), End: ms(1000), Detail: "latency 1s±0s up on client:2->lock-0"}, OK},
+		{"black-holed links of every client", 1200, histories.FaultWindow{Kind: "net-blackhole", Target: "client:*->lock-0", Start: ms(50), End: ms(1000)}, OK},
+		{"paused store", 1200, histories.FaultWindow{Kind: "server-pause", Target: "store", Start: ms(50), End: ms(1000)}, Illegal},
+		{"another client's link", 1200, histories.FaultWindow{Kind: "net-latency", Target: "client:1->lock-0", Start: ms(50), End: ms(1000)}, Illegal},
+		{"replies slowed only", 1200, histories.FaultWindow{Kind: "net-latency", Target: "client:2->lock-0", Start: ms(50), End: ms(1000), Detail: "latency 1s±0s down on client:2->lock-0"}, Illegal},
+		{"fault over before the command", 1200, histories.FaultWindow{Kind: "server-pause", Target: "lock-0", Start: ms(30), End: ms(60)}, Illegal},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pr, _ := checkOrFail(t, base(c.failCall, c.w), Options{}).Property(L1)
+			if pr.Verdict != c.want {
+				t.Fatalf("L1 = %s (%s), want %s", pr.Verdict, pr.Explanation, c.want)
+			}
+			if c.want == Illegal && c.name == "paused lock server, lease long gone" && !strings.Contains(pr.Explanation, "may have taken effect only when server-pause on lock-0 ended") {
+				t.Errorf("explanation %q does not name the fault that held the command back", pr.Explanation)
+			}
+		})
+	}
+}
