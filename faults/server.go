@@ -106,6 +106,13 @@ func openWindow(env *Env, s Spec, detail string) int {
 	return env.Rec.FaultStart(s.Kind, s.Target, detail)
 }
 
+// detailWindow replaces the detail of window w, once the fault tells what it did.
+func detailWindow(env *Env, w int, detail string) {
+	if env.Rec != nil && w >= 0 {
+		env.Rec.FaultDetail(w, detail)
+	}
+}
+
 // closeWindow records the end of the window *w, once.
 func closeWindow(env *Env, w *int) {
 	if env.Rec != nil && *w >= 0 {

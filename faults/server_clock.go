@@ -116,9 +116,15 @@ func (c *serverClock) Inject(ctx context.Context, env *Env) error {
 
 // injectFaketime moves the clock from where it is now, then reads it back with TIME, so
 // that a server on which libfaketime does not act is an error rather than a quiet no-op.
+// The window opens before the clock moves, so that no operation the jump affected can
+// fall before it; what was measured is added to it after.
 func (c *serverClock) injectFaketime(ctx context.Context, env *Env, n cluster.ClockNode) error {
 	want := n.ClockOffset() + c.spec.Offset
+	what := fmt.Sprintf("libfaketime: clock of redis %s jumps %s and runs at x%g; set %+.3fs ahead",
+		n.Name(), signed(c.spec.Offset), c.rate(), want.Seconds())
+	c.window = openWindow(env, c.spec, what)
 	if err := n.SetClock(want, c.rate()); err != nil {
+		closeWindow(env, &c.window) // the clock did not move
 		return err
 	}
 	c.node = n
@@ -127,27 +133,30 @@ func (c *serverClock) injectFaketime(ctx context.Context, env *Env, n cluster.Cl
 	if err != nil {
 		measured = "not measured: " + err.Error()
 	}
-	c.window = openWindow(env, c.spec, fmt.Sprintf("libfaketime: clock of redis %s jumps %s and runs at x%g; set %+.3fs ahead, %s",
-		n.Name(), signed(c.spec.Offset), c.rate(), want.Seconds(), measured))
+	detailWindow(env, c.window, what+", "+measured)
 	if err == nil && (got-want).Abs() > clockTolerance+rtt {
 		return fmt.Errorf("clock of redis %s set %+.3fs ahead, but TIME says %+.3fs: is libfaketime preloaded?", n.Name(), want.Seconds(), got.Seconds())
 	}
 	return nil
 }
 
-// injectEmulated shortens every volatile key's TTL by the jump.
+// injectEmulated shortens every volatile key's TTL by the jump. The window opens before
+// the first key is touched.
 func (c *serverClock) injectEmulated(ctx context.Context, env *Env, n cluster.Node) error {
-	shifted, expired, err := shiftTTLs(ctx, n.Addr(), -c.spec.Offset)
-	if err != nil {
-		return fmt.Errorf("emulate a clock jump of %+v on redis %s: %w", c.spec.Offset, n.Name(), err)
-	}
-	c.node = n
 	how := "shortened"
 	if c.spec.Offset < 0 {
 		how = "lengthened"
 	}
-	c.window = openWindow(env, c.spec, fmt.Sprintf("emulated: TTL shaving: every volatile key of redis %s (db 0) had its remaining TTL %s by %s at once, as if its clock jumped %s (%d keys, %d expired); its clock did not move",
-		n.Name(), how, c.spec.Offset.Abs(), signed(c.spec.Offset), shifted, expired))
+	what := fmt.Sprintf("emulated: TTL shaving: every volatile key of redis %s (db 0) had its remaining TTL %s by %s at once, as if its clock jumped %s",
+		n.Name(), how, c.spec.Offset.Abs(), signed(c.spec.Offset))
+	c.window = openWindow(env, c.spec, what)
+	shifted, expired, err := shiftTTLs(ctx, n.Addr(), -c.spec.Offset)
+	if err != nil {
+		closeWindow(env, &c.window)
+		return fmt.Errorf("emulate a clock jump of %+v on redis %s: %w", c.spec.Offset, n.Name(), err)
+	}
+	c.node = n
+	detailWindow(env, c.window, fmt.Sprintf("%s (%d keys, %d expired); its clock did not move", what, shifted, expired))
 	return nil
 }
 

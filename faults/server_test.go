@@ -413,3 +413,35 @@ func TestScheduleHealsServerFaults(t *testing.T) {
 		}
 	}
 }
+
+// stampedNode is a lock server whose SetClock notes when it was called.
+type stampedNode struct {
+	cluster.Node
+	rec *histories.Recorder
+	at  int64
+}
+
+func (n *stampedNode) FakeClock() bool            { return true }
+func (n *stampedNode) ClockOffset() time.Duration { return 0 }
+func (n *stampedNode) SetClock(time.Duration, float64) error {
+	n.at = n.rec.Now()
+	return nil
+}
+
+// TestServerClockWindowOpensBeforeTheJump: the fault window of a clock jump starts before
+// the clock moves, so that a report can never show the jump's effects outside it.
+func TestServerClockWindowOpensBeforeTheJump(t *testing.T) {
+	env := serverEnv(t, cluster.Options{})
+	rec := histories.NewRecorder(histories.Meta{Fencing: "off"})
+	env.Rec = rec
+	n := &stampedNode{Node: env.Cluster.Nodes()[0], rec: rec, at: -1}
+	c := &serverClock{spec: Spec{Kind: "server-clock", Target: n.Name(), Offset: time.Second, Duration: time.Second}, window: -1}
+	_ = c.injectFaketime(context.Background(), env, n) // TIME disagrees: no libfaketime here
+	h := rec.History()
+	if len(h.Faults) != 1 || n.at < 0 {
+		t.Fatalf("windows %+v, clock set at %d", h.Faults, n.at)
+	}
+	if w := h.Faults[0]; w.Start > n.at || !strings.Contains(w.Detail, "TIME says") {
+		t.Errorf("window %+v opened at %d, after the clock was set at %d (or lacks what was measured)", w, w.Start, n.at)
+	}
+}
