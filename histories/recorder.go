@@ -125,11 +125,12 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// Stream records the operations of one client. Porcupine needs processes to be
-// sequential and an unknown operation never ends, so after an unknown outcome the client
-// continues under a fresh process id. Lock operations and store operations are checked
-// in separate partitions (P1/P3 and P2), so each family has its own process id: a store
-// write that timed out must not take away the lock its client still holds.
+// Stream records the operations of one client. An unknown operation never ends for the
+// checkers, so after an unknown outcome the client continues under a fresh process id —
+// except after an extend, whose caller still believes it holds the lock and ends that
+// belief by releasing it, as the same process. Lock operations and store operations are
+// checked in separate partitions (P1/P3 and P2), so each family has its own process id: a
+// store write that timed out must not take away the lock its client still holds.
 type Stream struct {
 	rec       *Recorder
 	client    int
@@ -165,7 +166,7 @@ func (s *Stream) Now() int64 { return s.rec.Now() }
 
 // Record appends a finished operation: call is the time taken before the operation was
 // sent (from Now). Process, client and return time are filled in here. After an unknown
-// outcome the stream moves to a fresh process for that family of operations.
+// outcome (but an extend's) the stream moves to a fresh process for that family.
 func (s *Stream) Record(kind Kind, key string, in Input, out Output, outcome Outcome, call int64) Op {
 	proc := &s.lockProc
 	if kind.IsStore() {
@@ -176,7 +177,7 @@ func (s *Stream) Record(kind Kind, key string, in Input, out Output, outcome Out
 		Input: in, Output: out, Outcome: outcome, Call: call, Return: s.rec.Now(),
 	}
 	s.add(op)
-	if outcome == Unknown {
+	if outcome == Unknown && kind != Extend {
 		*proc = s.rec.NewProcess()
 	}
 	return op

@@ -8,9 +8,10 @@ import (
 )
 
 // A belief is one stretch of time during which a process believed it held a lock: from the
-// return of its acquire ok to the call of the operation that ended it (release, extend fail
-// or unknown, crash), or to the end of the history. The believer is the lock process: the
-// recorder keeps it across unknown store operations (see histories.Stream).
+// return of its acquire ok to the call of the operation that ended it (release, extend
+// fail, crash), or to the end of the history. An extend of unknown outcome ends nothing:
+// its caller goes on believing until it releases. The believer is the lock process: the
+// recorder keeps it across unknown store operations and extends (see histories.Stream).
 type belief struct {
 	key       string
 	believer  int
@@ -51,6 +52,7 @@ func beliefs(h histories.History) map[string][]belief {
 			if b := open[s]; b != nil {
 				b.lastGrant = i
 			}
+		case op.Kind == histories.Extend && op.Outcome == histories.Unknown:
 		case op.Kind == histories.Release, op.Kind == histories.Extend, op.Kind == histories.Crash:
 			closeAt(s, op.Call, i)
 		}

@@ -154,3 +154,45 @@ func TestProgressBoundsUnknownsByTheFaultsThatHoldThemBack(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownExtendKeepsTheBeliever: a process whose extend is of unknown outcome goes on
+// believing until its release: no false alarm when it releases before anyone else
+// acquires, and a violation when someone acquires while it still believes.
+func TestUnknownExtendKeepsTheBeliever(t *testing.T) {
+	const ttl100 = 100 * time.Millisecond
+	for _, c := range []struct {
+		name string
+		h    histories.History
+		p1   Verdict
+	}{
+		{"released after the unknown extend", history("off", ttl100,
+			op(0, histories.Acquire, "k", histories.OK, 0, 10),
+			op(0, histories.Extend, "k", histories.Unknown, 40, 45, ttl(ttl100)),
+			op(0, histories.Release, "k", histories.OK, 50, 55),
+			op(1, histories.Acquire, "k", histories.OK, 60, 70, client(1)),
+			op(1, histories.Release, "k", histories.OK, 80, 90, client(1)),
+		), OK},
+		{"the lease ran out while the extend was unknown", history("off", ttl100,
+			op(0, histories.Acquire, "k", histories.OK, 0, 10),
+			op(0, histories.Extend, "k", histories.Unknown, 40, 300, ttl(ttl100)),
+			op(0, histories.Release, "k", histories.Fail, 310, 315),
+			op(1, histories.Acquire, "k", histories.OK, 320, 330, client(1)),
+		), OK},
+		{"acquired by another while the caller still believed", history("off", ttl100,
+			op(0, histories.Acquire, "k", histories.OK, 0, 10),
+			op(0, histories.Extend, "k", histories.Unknown, 40, 300, ttl(ttl100)),
+			op(1, histories.Acquire, "k", histories.OK, 200, 210, client(1)),
+			op(0, histories.Release, "k", histories.Fail, 310, 315),
+		), Illegal},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := checkOrFail(t, c.h, Options{})
+			if pr, _ := res.Property(P1); pr.Verdict != c.p1 {
+				t.Errorf("P1 = %s (%s), want %s", pr.Verdict, pr.Explanation, c.p1)
+			}
+			if pr, _ := res.Property(L1); pr.Verdict == Illegal {
+				t.Errorf("L1 = %s (%s)", pr.Verdict, pr.Explanation)
+			}
+		})
+	}
+}

@@ -86,8 +86,13 @@ func StepLock(opts LockOptions, s LockState, in LockInput, out LockOutput) (Lock
 		}
 		return endBelief(), true // the lease may have expired: release fail is always legal
 	case Extend:
-		if out.Outcome == OK {
+		switch out.Outcome {
+		case OK:
 			return s, !opts.Exclusion || mine
+		case Unknown:
+			// The caller cannot tell whether it renewed: it goes on believing until it
+			// releases (the recorder keeps its process), and nothing changes here.
+			return s, true
 		}
 		return endBelief(), true
 	case Crash:

@@ -60,11 +60,24 @@ func TestExclusion(t *testing.T) {
 			lockOp(a, Extend, Fail, 40, 50, 0),
 			lockOp(b, Acquire, OK, 60, 70, 0),
 		}, true},
-		{"extend unknown ends the belief", []porcupine.Operation{
+		{"extend unknown keeps the belief until the release", []porcupine.Operation{
 			lockOp(a, Acquire, OK, 0, 10, 0),
 			lockOp(a, Extend, Unknown, 40, inf, 0),
+			lockOp(a, Release, OK, 50, 55, 0),
 			lockOp(b, Acquire, OK, 60, 70, 0),
 		}, true},
+		{"extend unknown, then the release finds the lease gone", []porcupine.Operation{
+			lockOp(a, Acquire, OK, 0, 10, 0),
+			lockOp(a, Extend, Unknown, 40, inf, 0),
+			lockOp(a, Release, Fail, 50, 55, 0),
+			lockOp(b, Acquire, OK, 60, 70, 0),
+		}, true},
+		{"another acquires while the extend is unknown and its caller still believes", []porcupine.Operation{
+			lockOp(a, Acquire, OK, 0, 10, 0),
+			lockOp(a, Extend, Unknown, 40, inf, 0),
+			lockOp(b, Acquire, OK, 45, 48, 0),
+			lockOp(a, Release, Fail, 50, 55, 0),
+		}, false},
 		{"crash ends the belief", []porcupine.Operation{
 			lockOp(a, Acquire, OK, 0, 10, 0),
 			lockOp(a, Crash, OK, 20, 20, 0),

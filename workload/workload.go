@@ -267,13 +267,13 @@ type extendResult int
 const (
 	extended     extendResult = iota // go on with the (possibly renewed) lease
 	extendLost                       // refused: the lease is gone; skip the write, release
-	extendUnsure                     // outcome unknown: abandon the section without a release
+	extendUnsure                     // outcome unknown: skip the write, release
 )
 
 // extend renews the lease for another TTL. An unknown outcome leaves the client unable to
-// tell whether it still holds the lock; its lock operations continue under a fresh
-// process (see histories.Stream.Record), which holds nothing, so it abandons the lease
-// to expire rather than send a release the history could not attribute.
+// tell whether it still holds the lock: it writes nothing and releases, as the same lock
+// process (see histories.Stream.Record), so that its belief ends there and a lock that
+// renews by itself stops renewing.
 func (c *client) extend(ctx context.Context, lease *lockimpl.Lease) extendResult {
 	key := c.plain(*lease)
 	call := c.rec.Now()
@@ -343,11 +343,8 @@ func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed boo
 		if ctx.Err() != nil {
 			return false
 		}
-		switch c.extend(ctx, &lease) {
-		case extendLost:
+		if c.extend(ctx, &lease) != extended {
 			return c.release(ctx, lease)
-		case extendUnsure:
-			return false
 		}
 		c.sleep(ctx, c.cfg.Work-c.cfg.Work/2)
 	} else {

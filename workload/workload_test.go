@@ -101,15 +101,33 @@ func TestRefusedExtendSkipsTheWrite(t *testing.T) {
 	}
 }
 
-func TestUnknownExtendAbandonsTheLease(t *testing.T) {
+// TestUnknownExtendReleasesAsTheSameProcess: after an extend of unknown outcome the
+// client writes nothing and releases the lease as the process that believes it holds it.
+func TestUnknownExtendReleasesAsTheSameProcess(t *testing.T) {
 	h, calls := runExtending(t, func(l lockimpl.Lease, _ time.Duration) (lockimpl.Lease, error) {
 		return lockimpl.Lease{}, fmt.Errorf("test: i/o timeout")
 	})
 	if calls == 0 || count(h, histories.Extend, histories.Unknown) != int(calls) {
 		t.Fatalf("%d extend calls; want all recorded as unknown", calls)
 	}
-	if n := count(h, histories.Write, histories.OK) + count(h, histories.Release, histories.OK); n != 0 {
-		t.Fatalf("%d writes or releases after unknown extends; want the lease abandoned", n)
+	if w := count(h, histories.Write, histories.OK); w != 0 {
+		t.Fatalf("%d writes after unknown extends; want none", w)
+	}
+	if r := count(h, histories.Release, histories.OK); r != int(calls) {
+		t.Fatalf("%d releases for %d unknown extends; want one each", r, calls)
+	}
+	for i, op := range h.Ops {
+		if op.Kind != histories.Extend {
+			continue
+		}
+		for _, next := range h.Ops[i+1:] {
+			if next.Client == op.Client && next.Kind == histories.Release {
+				if next.Process != op.Process {
+					t.Fatalf("release by process %d after the unknown extend of process %d", next.Process, op.Process)
+				}
+				break
+			}
+		}
 	}
 }
 
