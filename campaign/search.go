@@ -194,7 +194,7 @@ func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
 	if err := os.MkdirAll(filepath.Join(o.Out, PlanRunsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("campaign: %w", err)
 	}
-	s := &searcher{o: o, gen: gen, start: time.Now(), sum: newSummary(o, sp), confirmed: map[string]int{}}
+	s := &searcher{o: o, gen: gen, start: time.Now(), sum: newSummary(o, sp), confirmed: map[string]int{}, phases: &runner.Phases{}}
 	if o.Class != nil {
 		s.classes = []Class{*o.Class}
 	} else {
@@ -267,6 +267,7 @@ type searcher struct {
 	sum       *Summary
 
 	shrinks chan<- shrinkJob // to the shrinker
+	phases  *runner.Phases   // every run of the campaign: checks wait for no run to be live
 
 	progMu sync.Mutex // serialises Progress calls
 }
@@ -315,6 +316,16 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 		s.sum.addError(p, i, s.rel(dir), err)
 		s.mu.Unlock()
 		s.emit("", rec)
+		return
+	}
+	if rep.Perturbed != "" {
+		// The harness stalled: whatever the checkers say is about this machine, so it is
+		// neither a violation nor a pass of the plan. The run is kept for a look.
+		rec := &RunRecord{Index: i, Plan: desc, Error: "perturbed: " + rep.Perturbed, RunTime: rep.RunTime, Ops: rep.Ops}
+		s.mu.Lock()
+		s.sum.addPerturbed(p, i, s.rel(dir), rep.Perturbed)
+		s.mu.Unlock()
+		s.emit(fmt.Sprintf("#%05d: perturbed (%s)", i, rep.Perturbed), rec)
 		return
 	}
 	illegal, unknown := splitVerdicts(rep.Result)
@@ -428,6 +439,9 @@ func (s *searcher) target(p plan.Plan, illegal []lin.Property, by map[lin.Proper
 // reproduces reports whether rep shows the failure again: the same property illegal, and
 // for a safe-configuration violation in a plan the models still expect it to hold in.
 func (s *searcher) reproduces(rep runner.Report, prop lin.Property, safe bool) bool {
+	if rep.Perturbed != "" {
+		return false // a stalled harness proves nothing either way
+	}
 	illegal, _ := splitVerdicts(rep.Result)
 	if !slices.Contains(illegal, prop) {
 		return false
@@ -445,7 +459,7 @@ func (s *searcher) run(ctx context.Context, p plan.Plan, dir string) (runner.Rep
 	if err != nil {
 		return runner.Report{Plan: p}, err
 	}
-	return runner.Run(ctx, r, runner.Options{Backend: s.o.Backend, Dir: dir, CheckTimeout: s.o.CheckTimeout})
+	return runner.Run(ctx, r, runner.Options{Backend: s.o.Backend, Dir: dir, CheckTimeout: s.o.CheckTimeout, Phases: s.phases})
 }
 
 // handleFailure confirms a failing plan by re-running it and, when it reproduces, hands
@@ -468,7 +482,7 @@ func (s *searcher) handleFailure(ctx context.Context, p plan.Plan, impl lockimpl
 		s.mu.Lock()
 		s.sum.Reruns++
 		s.mu.Unlock()
-		if err == nil {
+		if err == nil && crep.Perturbed == "" {
 			illegal, _ := splitVerdicts(crep.Result)
 			for _, c := range s.classes {
 				if slices.Contains(f.Classes, c.ID) && len(c.Detects(p, illegal)) > 0 {

@@ -69,7 +69,11 @@ type Summary struct {
 
 	Failures  []*Failure  `json:"failures,omitempty"`
 	RunErrors []*RunError `json:"run_errors,omitempty"`
-	Groups    []*Group    `json:"groups"` // runs by implementation, topology, fencing and fault kinds
+	// Perturbed counts the runs whose harness stalled (runner.Report.Perturbed): not
+	// violations, not passes; PerturbedRuns lists them (Error says why).
+	Perturbed     int         `json:"perturbed,omitempty"`
+	PerturbedRuns []*RunError `json:"perturbed_runs,omitempty"`
+	Groups        []*Group    `json:"groups"` // runs by implementation, topology, fencing and fault kinds
 }
 
 // First is when something was first seen.
@@ -268,6 +272,15 @@ func (s *Summary) addRun(p plan.Plan, rep runner.Report, rec *RunRecord, by map[
 	}
 }
 
+// addPerturbed counts a run whose harness stalled.
+func (s *Summary) addPerturbed(p plan.Plan, i int, dir, why string) {
+	s.Perturbed++
+	s.countPlan(p)
+	if len(s.PerturbedRuns) < maxRunErrors {
+		s.PerturbedRuns = append(s.PerturbedRuns, &RunError{Run: i, Plan: dir + "/" + runner.PlanFile, Dir: dir, Error: why})
+	}
+}
+
 // addError counts a plan that could not be run.
 func (s *Summary) addError(p plan.Plan, i int, dir string, err error) {
 	s.Errors++
@@ -429,6 +442,7 @@ func Merge(out string, dirs []string, sums []*Summary) *Summary {
 		m.Runs += s.Runs
 		m.Reruns += s.Reruns
 		m.Errors += s.Errors
+		m.Perturbed += s.Perturbed
 		m.SafeViolations += s.SafeViolations
 		m.Findings += s.Findings
 		m.Detected = m.Detected || s.Detected
@@ -474,6 +488,13 @@ func Merge(out string, dirs []string, sums []*Summary) *Summary {
 			c := *f
 			c.Dir, c.Plan, c.Saved, c.Report = rel(f.Dir), rel(f.Plan), rel(f.Saved), rel(f.Report)
 			m.Failures = append(m.Failures, &c)
+		}
+		for _, e := range s.PerturbedRuns {
+			c := *e
+			c.Dir, c.Plan = rel(e.Dir), rel(e.Plan)
+			if len(m.PerturbedRuns) < maxRunErrors {
+				m.PerturbedRuns = append(m.PerturbedRuns, &c)
+			}
 		}
 		for _, e := range s.RunErrors {
 			c := *e

@@ -53,6 +53,19 @@ func (r *Recorder) FaultStart(kind, target, detail string) int {
 	return len(r.faults) - 1
 }
 
+// Acting reports whether a fault acts on the server named target right now: a window on
+// it is open, or a failover (which changes every server's role) is under way.
+func (r *Recorder) Acting(target string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range r.faults {
+		if w.End == -1 && (w.Target == target || w.Kind == "failover") {
+			return true
+		}
+	}
+	return false
+}
+
 // FaultDetail replaces the detail of the window FaultStart returned: a fault may learn
 // what happened only after it began (which replica a failover promoted, and when).
 func (r *Recorder) FaultDetail(i int, detail string) {

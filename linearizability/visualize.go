@@ -94,6 +94,7 @@ func combined(models map[Property]porcupine.Model) porcupine.Model {
 
 // writeHTML checks the combined model verbosely (with the same timeout; a timeout still
 // gives a file, with the partial linearizations found so far) and writes the visualisation.
+// Properties whose check timed out are not in it.
 func (c *checker) writeHTML(path string, res Result) error {
 	models := map[Property]porcupine.Model{
 		P1: model.LockModel(model.LockOptions{Exclusion: true}),
@@ -107,9 +108,16 @@ func (c *checker) writeHTML(path string, res Result) error {
 			ops = append(ops, op)
 		}
 	}
-	tag(P1, c.lockOps)
-	tag(P2, c.storeOps)
-	tag(P3, c.fenceOps)
+	// A property Porcupine could not decide in time is left out: checking it again for
+	// the picture would spend the same time again for nothing.
+	for _, x := range []struct {
+		p    Property
+		part []porcupine.Operation
+	}{{P1, c.lockOps}, {P2, c.storeOps}, {P3, c.fenceOps}} {
+		if pr, ok := res.Property(x.p); !ok || pr.Verdict != Unknown {
+			tag(x.p, x.part)
+		}
+	}
 	m := combined(models)
 	_, info := porcupine.CheckOperationsVerbose(m, ops, c.opts.Timeout)
 	info.AddAnnotations(c.annotations(res))

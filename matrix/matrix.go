@@ -65,6 +65,8 @@ type Options struct {
 	CheckTimeout time.Duration // per property; 0: linearizability's default
 	// Progress, when set, is called after each run, one call at a time.
 	Progress func(Event)
+
+	phases *runner.Phases // set by Run: the matrix's runs share it
 }
 
 // OptionError is a bad Options field (Option is "impls", "scenarios", "fencings",
@@ -152,7 +154,9 @@ type Cell struct {
 	// Counts has, per property, how many runs gave each verdict.
 	Counts map[linearizability.Property]VerdictCounts `json:"counts,omitempty"`
 	Errors int                                        `json:"errors,omitempty"` // runs that failed to run
-	Runs   []CellRun                                  `json:"runs,omitempty"`   // the runs that finished, by index
+	// Perturbed counts runs whose harness stalled: their verdicts are not counted.
+	Perturbed int       `json:"perturbed,omitempty"`
+	Runs      []CellRun `json:"runs,omitempty"` // the runs that finished, by index
 }
 
 // VerdictCounts counts the runs of a cell by verdict on one property.
@@ -165,16 +169,17 @@ type VerdictCounts struct {
 
 // CellRun is one run of a cell.
 type CellRun struct {
-	Index    int                                                  `json:"index"`
-	Seed     int64                                                `json:"seed"`
-	Dir      string                                               `json:"dir"`               // run directory
-	Link     string                                               `json:"link"`              // its history.html, or error.txt when it failed to run
-	Verdict  linearizability.Verdict                              `json:"verdict,omitempty"` // empty when it failed to run
-	Verdicts map[linearizability.Property]linearizability.Verdict `json:"verdicts,omitempty"`
-	Error    string                                               `json:"error,omitempty"`
-	Warnings []string                                             `json:"warnings,omitempty"`
-	Ops      int                                                  `json:"ops"`
-	Elapsed  time.Duration                                        `json:"elapsed_ns"`
+	Index     int                                                  `json:"index"`
+	Seed      int64                                                `json:"seed"`
+	Dir       string                                               `json:"dir"`               // run directory
+	Link      string                                               `json:"link"`              // its history.html, or error.txt when it failed to run
+	Verdict   linearizability.Verdict                              `json:"verdict,omitempty"` // empty when it failed to run
+	Verdicts  map[linearizability.Property]linearizability.Verdict `json:"verdicts,omitempty"`
+	Error     string                                               `json:"error,omitempty"`
+	Perturbed string                                               `json:"perturbed,omitempty"` // why its verdicts say nothing of the lock
+	Warnings  []string                                             `json:"warnings,omitempty"`
+	Ops       int                                                  `json:"ops"`
+	Elapsed   time.Duration                                        `json:"elapsed_ns"`
 }
 
 // FenceSource is where impl's fencing tokens come from: the lock itself, or none.
@@ -196,6 +201,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	opts.phases = &runner.Phases{}
 	res := Result{
 		Meta: Meta{
 			Command: opts.Command, Date: start.UTC().Format(time.RFC3339), Repeat: opts.Repeat,
@@ -509,7 +515,7 @@ func runCell(ctx context.Context, p plan.Plan, index int, dir string, opts Optio
 	if err != nil { // PlanCell validated this plan but for its seed: not expected
 		return failedRun(cr, full, err), true
 	}
-	rep, err := runner.Run(ctx, r, runner.Options{Dir: full, CheckTimeout: opts.CheckTimeout})
+	rep, err := runner.Run(ctx, r, runner.Options{Dir: full, CheckTimeout: opts.CheckTimeout, Phases: opts.phases})
 	cr.Elapsed = time.Since(start)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -517,7 +523,7 @@ func runCell(ctx context.Context, p plan.Plan, index int, dir string, opts Optio
 		}
 		return failedRun(cr, full, err), true
 	}
-	cr.Verdict, cr.Ops, cr.Warnings = rep.Result.Verdict, rep.Ops, rep.Warnings
+	cr.Verdict, cr.Ops, cr.Warnings, cr.Perturbed = rep.Result.Verdict, rep.Ops, rep.Warnings, rep.Perturbed
 	cr.Verdicts = map[linearizability.Property]linearizability.Verdict{}
 	for _, pr := range rep.Result.Properties {
 		cr.Verdicts[pr.Property] = pr.Verdict
@@ -537,7 +543,7 @@ func failedRun(cr CellRun, full string, err error) CellRun {
 
 // count fills Counts and Errors from Runs.
 func (c *Cell) count() {
-	c.Counts, c.Errors = nil, 0
+	c.Counts, c.Errors, c.Perturbed = nil, 0, 0
 	if c.Status != CellPlanned || len(c.Runs) == 0 {
 		return
 	}
@@ -545,6 +551,10 @@ func (c *Cell) count() {
 	for _, r := range c.Runs {
 		if r.Error != "" {
 			c.Errors++
+			continue
+		}
+		if r.Perturbed != "" {
+			c.Perturbed++
 			continue
 		}
 		for _, p := range linearizability.AllProperties() {
@@ -588,6 +598,9 @@ func summarize(runs []CellRun) string {
 	for _, p := range linearizability.AllProperties() {
 		var ill, unk int
 		for _, r := range runs {
+			if r.Perturbed != "" {
+				continue // not counted: see the perturbed part below
+			}
 			switch r.Verdicts[p] {
 			case linearizability.Illegal:
 				ill++
@@ -604,14 +617,20 @@ func summarize(runs []CellRun) string {
 			parts = append(parts, fmt.Sprintf("%s ?%d/%d", p, unk, n))
 		}
 	}
-	errs := 0
+	errs, perturbed := 0, 0
 	for _, r := range runs {
-		if r.Error != "" {
+		switch {
+		case r.Error != "":
 			errs++
+		case r.Perturbed != "":
+			perturbed++
 		}
 	}
 	if errs > 0 {
 		parts = append(parts, fmt.Sprintf("err %d/%d", errs, n))
+	}
+	if perturbed > 0 {
+		parts = append(parts, fmt.Sprintf("perturbed %d/%d", perturbed, n))
 	}
 	if len(parts) == 0 {
 		return "✓"
@@ -641,6 +660,8 @@ func runsClass(runs []CellRun) string {
 	class := "ok"
 	for _, r := range runs {
 		switch {
+		case r.Perturbed != "":
+			class = "error" // the testbed's own trouble, as a run that failed to run
 		case r.Verdict == linearizability.Illegal:
 			return "illegal"
 		case r.Error != "":

@@ -114,6 +114,12 @@ func CampaignMarkdown(s *campaign.Summary) string {
 	for _, k := range sortedKeys(s.PlansPerFault) {
 		fmt.Fprintf(&b, "| %s | %d |\n", k, s.PlansPerFault[k])
 	}
+	if len(s.PerturbedRuns) > 0 {
+		fmt.Fprintf(&b, "\n## Perturbed runs (%d)\n\nThe harness itself stalled in these runs, so their verdicts are counted neither as violations nor as passes.\n\n", s.Perturbed)
+		for _, e := range s.PerturbedRuns {
+			fmt.Fprintf(&b, "- run %d (`%s`): %s\n", e.Run, e.Plan, truncate(e.Error, 300))
+		}
+	}
 	if len(s.RunErrors) > 0 {
 		fmt.Fprintf(&b, "\n## Errors (%d)\n\n", s.Errors)
 		for _, e := range s.RunErrors {

@@ -39,6 +39,7 @@ var matrixLegend = []string{
 	"P1 2/3: the property was violated (illegal) in 2 of 3 runs. P1 mutual exclusion, P2 resource safety, P3 fence monotonicity, L1 progress.",
 	"?1/3: the checker ran out of time in 1 of 3 runs (unknown, never read as held).",
 	"err 1/3: 1 of 3 runs failed to run (an error of the testbed, not a verdict); see the notes.",
+	"perturbed 1/3: in 1 of 3 runs the harness itself stalled (its timer or a server no fault touched answered late), so that run's verdicts are not counted; see the notes.",
 	"—: the scenario does not apply to the implementation; the notes say why.",
 	"none: the implementation grants no fencing token (fence source none), so a fencing mode other than off cannot be tried.",
 	"fence source: lock when the lock grants a fencing token with each lease, none when it grants none. (mutant): deliberately broken.",
@@ -147,6 +148,9 @@ func matrixViewOf(m matrix.Result, links bool) matrixView {
 					cv.Runs = append(cv.Runs, rv)
 					if r.Error != "" {
 						sups = append(sups, note(fmt.Sprintf("run %d failed to run: %s", r.Index, r.Error), where))
+					}
+					if r.Perturbed != "" {
+						sups = append(sups, note(fmt.Sprintf("run %d was perturbed: %s", r.Index, r.Perturbed), where))
 					}
 				}
 				cv.Note = strings.Join(sups, ",")

@@ -32,6 +32,7 @@ func runPlan(t testing.TB, b cluster.Backend, p plan.Plan) Report {
 	if err != nil {
 		t.Fatalf("run %s (impl %s, fencing %s): %v", p.Name, p.Impl, p.Fencing, err)
 	}
+	t.Logf("%s/%s/fencing %s: harness stall %s %s", p.Name, p.Impl, p.Fencing, rep.Stall, rep.Perturbed)
 	return rep
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/locklab/locklab/cluster"
@@ -46,6 +47,8 @@ type Options struct {
 	// AllowDestructive lets faults that can destroy data (pause, crash, clock, TTL
 	// shaving) touch external servers; without it they are refused there.
 	AllowDestructive bool
+	// Phases, shared by runs on one machine, keeps checks away from live runs.
+	Phases *Phases
 }
 
 // Report is what one run produced.
@@ -60,6 +63,11 @@ type Report struct {
 	// Interrupted: the run's context ended before the plan did; Result checks the
 	// history recorded until then.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Stall is the longest the harness itself lagged while clients ran (its own timer,
+	// or a direct PING to a server no fault acted on); Perturbed says why a stall that
+	// long makes the run's verdicts about this machine rather than the lock ("" when not).
+	Stall     time.Duration `json:"stall_ns"`
+	Perturbed string        `json:"perturbed,omitempty"`
 }
 
 // Run runs a resolved plan on real servers, checks the history and, with opts.Dir,
@@ -79,6 +87,8 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 		}
 	}
 
+	endExecution := sync.OnceFunc(opts.Phases.execute())
+	defer endExecution()
 	backend := opts.Backend
 	if backend == nil {
 		pb, perr := cluster.NewProcessBackend(cluster.ProcessOptions{})
@@ -104,11 +114,13 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 		}()
 	}
 
-	h, err := execute(ctx, r, cl, opts)
+	h, stall, where, err := execute(ctx, r, cl, opts)
+	endExecution()
 	if err != nil {
 		return rep, err
 	}
 	rep.Interrupted = ctx.Err() != nil
+	rep.Stall, rep.Perturbed = stall, perturbed(stall, where, p.TTL.D())
 	rep.Ops, rep.Faults = len(h.Ops), len(h.Faults)
 	rep.RunTime = time.Duration(lastReturn(h))
 
@@ -119,6 +131,8 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 			copts.Timeout = min(opts.CheckTimeout, InterruptedCheckTimeout)
 		}
 	}
+	endCheck := opts.Phases.check()
+	defer endCheck()
 	if opts.Dir != "" {
 		if err := histories.Save(opts.Dir, h); err != nil {
 			return rep, err
@@ -141,9 +155,10 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 	return rep, nil
 }
 
-// execute runs the clients and the fault schedule and returns the recorded history: the
-// whole of it, or what was recorded until ctx ended.
-func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Options) (histories.History, error) {
+// execute runs the clients and the fault schedule and returns the recorded history (the
+// whole of it, or what was recorded until ctx ended) and the harness's longest stall
+// meanwhile, with where it was.
+func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Options) (histories.History, time.Duration, string, error) {
 	p := r.Plan
 	rec := histories.NewRecorder(histories.Meta{Fencing: string(r.Fencing), TTL: p.TTL.D(), Impl: r.Impl.Name, Seed: p.Seed})
 	env := faults.NewEnv(cl, rec, p.Clients)
@@ -167,7 +182,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	for i := range eps {
 		var err error
 		if eps[i], err = cl.Endpoints(i); err != nil {
-			return histories.History{}, fmt.Errorf("endpoints of client %d: %w", i, err)
+			return histories.History{}, 0, "", fmt.Errorf("endpoints of client %d: %w", i, err)
 		}
 	}
 	lockers := make([]lockimpl.Locker, p.Clients)
@@ -180,7 +195,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		NewLocker: func(client int) (lockimpl.Locker, error) { return lockers[client], nil }, // Run closes them
 	}
 	if err := wcfg.Validate(); err != nil {
-		return histories.History{}, fmt.Errorf("workload: %w", err)
+		return histories.History{}, 0, "", fmt.Errorf("workload: %w", err)
 	}
 	// Lockers are built before the clock of the plan starts: a subprocess client takes a
 	// while to start, and that time must not come out of the run or shift its faults.
@@ -206,20 +221,22 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		})
 		if err != nil {
 			closeLockers()
-			return histories.History{}, fmt.Errorf("locker for client %d: %w", i, err)
+			return histories.History{}, 0, "", fmt.Errorf("locker for client %d: %w", i, err)
 		}
 		lockers[i] = l
 	}
 	sched, err := faults.Start(runCtx, env, r.Faults)
 	if err != nil {
 		closeLockers()
-		return histories.History{}, err
+		return histories.History{}, 0, "", err
 	}
 	stop := make(chan struct{})
 	timer := time.AfterFunc(p.Duration.D(), func() { close(stop) })
 	defer timer.Stop()
 
+	mon := startMonitor(cl, rec.Acting)
 	werr := workload.Run(runCtx, stop, wcfg)
+	stall, where := mon.end()
 	herr := sched.Stop()
 	if herr == nil {
 		herr = faults.VerifyHealed(context.Background(), env)
@@ -228,14 +245,14 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		// Interrupted: clients were stopped where they stood, and errors that follow from
 		// that are no findings. The servers are still up, so the history holds.
 		if herr != nil {
-			return histories.History{}, fmt.Errorf("interrupted, and faults did not heal: %w", herr)
+			return histories.History{}, 0, "", fmt.Errorf("interrupted, and faults did not heal: %w", herr)
 		}
-		return rec.History(), nil
+		return rec.History(), stall, where, nil
 	}
 	if err := errors.Join(werr, herr); err != nil {
-		return histories.History{}, err
+		return histories.History{}, 0, "", err
 	}
-	return rec.History(), nil
+	return rec.History(), stall, where, nil
 }
 
 func lastReturn(h histories.History) int64 {
