@@ -196,3 +196,18 @@ func TestUnknownExtendKeepsTheBeliever(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressNamesAHolderStuckInItsRelease: a lock that stays taken while its holder is
+// stuck inside its release (a renewing lock keeps renewing it) is reported naming that
+// holder and its release.
+func TestProgressNamesAHolderStuckInItsRelease(t *testing.T) {
+	h := history("off", 100*time.Millisecond,
+		op(0, histories.Acquire, "k", histories.OK, 0, 10, client(0)),
+		op(0, histories.Release, "k", histories.OK, 20, 3000, client(0)),
+		op(1, histories.Acquire, "k", histories.Fail, 1000, 1010, client(1)),
+	)
+	pr, _ := checkOrFail(t, h, Options{}).Property(L1)
+	if pr.Verdict != Illegal || !strings.Contains(pr.Explanation, "process 0 (client 0) was stuck inside its release, called at 0.020 s") {
+		t.Errorf("L1 = %s: %s", pr.Verdict, pr.Explanation)
+	}
+}
