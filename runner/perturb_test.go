@@ -9,6 +9,8 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/locks"
+	"github.com/locklab/locklab/plan"
 )
 
 // TestChecksWaitForLiveRuns: a check starts only once no run executes, and holds new runs
@@ -77,5 +79,44 @@ func TestPerturbedLimit(t *testing.T) {
 	}
 	if why := perturbed(150*time.Millisecond, "x", 10*time.Second); why == "" {
 		t.Error("150ms does not perturb a 10s lease")
+	}
+}
+
+// TestARunOnExternalServersLeavesNoKeys: locks, fence counters and store registers of a
+// run on servers locklab did not start are removed at its end.
+func TestARunOnExternalServersLeavesNoKeys(t *testing.T) {
+	lock := clustertest.Node(t, cluster.NodeConfig{Name: "theirs-lock"})
+	store := clustertest.Node(t, cluster.NodeConfig{Name: "theirs-store"})
+	b, err := cluster.NewExternalBackend(cluster.ExternalOptions{Lock: []string{lock.Addr()}, Store: store.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// A key of the user's own must survive.
+	mine := clustertest.Client(t, lock.Addr())
+	if err := mine.Set(context.Background(), "users-own-key", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := plan.Default()
+	p.Name, p.Impl, p.Fencing, p.Duration = "external", "fenced", "full", plan.D(500*time.Millisecond)
+	r, err := p.Resolve(locks.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(clustertest.Context(t), r, Options{Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Ops == 0 || len(rep.Warnings) != 0 {
+		t.Fatalf("%d ops, warnings %v", rep.Ops, rep.Warnings)
+	}
+	for _, n := range []cluster.Node{lock, store} {
+		keys, err := clustertest.Client(t, n.Addr()).Keys(context.Background(), "*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == lock && (len(keys) != 1 || keys[0] != "users-own-key") || n == store && len(keys) != 0 {
+			t.Errorf("%s keeps %v after the run", n.Name(), keys)
+		}
 	}
 }

@@ -114,13 +114,15 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 		}()
 	}
 
-	h, stall, where, err := execute(ctx, r, cl, opts)
+	x, err := execute(ctx, r, cl, opts)
 	endExecution()
 	if err != nil {
 		return rep, err
 	}
+	h := x.history
 	rep.Interrupted = ctx.Err() != nil
-	rep.Stall, rep.Perturbed = stall, perturbed(stall, where, p.TTL.D())
+	rep.Stall, rep.Perturbed = x.stall, perturbed(x.stall, x.where, p.TTL.D())
+	rep.Warnings = append(rep.Warnings, x.warnings...)
 	rep.Ops, rep.Faults = len(h.Ops), len(h.Faults)
 	rep.RunTime = time.Duration(lastReturn(h))
 
@@ -155,10 +157,19 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 	return rep, nil
 }
 
-// execute runs the clients and the fault schedule and returns the recorded history (the
-// whole of it, or what was recorded until ctx ended) and the harness's longest stall
-// meanwhile, with where it was.
-func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Options) (histories.History, time.Duration, string, error) {
+// executed is what execute returns: the recorded history (the whole of it, or what was
+// recorded until ctx ended), the harness's longest stall while clients ran and where it
+// was, and what went wrong without spoiling the run.
+type executed struct {
+	history  histories.History
+	stall    time.Duration
+	where    string
+	warnings []string
+}
+
+// execute runs the clients and the fault schedule, then removes the run's keys from
+// servers locklab did not start.
+func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Options) (executed, error) {
 	p := r.Plan
 	rec := histories.NewRecorder(histories.Meta{Fencing: string(r.Fencing), TTL: p.TTL.D(), Impl: r.Impl.Name, Seed: p.Seed})
 	env := faults.NewEnv(cl, rec, p.Clients)
@@ -182,20 +193,21 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	for i := range eps {
 		var err error
 		if eps[i], err = cl.Endpoints(i); err != nil {
-			return histories.History{}, 0, "", fmt.Errorf("endpoints of client %d: %w", i, err)
+			return executed{}, fmt.Errorf("endpoints of client %d: %w", i, err)
 		}
 	}
 	lockers := make([]lockimpl.Locker, p.Clients)
+	ns := namespace()
 	wcfg := workload.Config{
 		Clients: p.Clients, Keys: p.Keys, TTL: p.TTL.D(), Work: p.Work.D(), Think: p.Think.D(),
 		Retry: p.Retry.D(), Fencing: r.Fencing, Careless: p.Careless,
 		Extend:  p.Extend,
-		Timeout: p.Timeout.D(), Seed: p.Seed, Namespace: namespace(), StoreAddr: func(client int) string { return eps[client].Store }, Rec: rec,
+		Timeout: p.Timeout.D(), Seed: p.Seed, Namespace: ns, StoreAddr: func(client int) string { return eps[client].Store }, Rec: rec,
 		Hook: gates.Reach, Clock: env.ClientClock,
 		NewLocker: func(client int) (lockimpl.Locker, error) { return lockers[client], nil }, // Run closes them
 	}
 	if err := wcfg.Validate(); err != nil {
-		return histories.History{}, 0, "", fmt.Errorf("workload: %w", err)
+		return executed{}, fmt.Errorf("workload: %w", err)
 	}
 	// Lockers are built before the clock of the plan starts: a subprocess client takes a
 	// while to start, and that time must not come out of the run or shift its faults.
@@ -221,14 +233,14 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		})
 		if err != nil {
 			closeLockers()
-			return histories.History{}, 0, "", fmt.Errorf("locker for client %d: %w", i, err)
+			return executed{}, fmt.Errorf("locker for client %d: %w", i, err)
 		}
 		lockers[i] = l
 	}
 	sched, err := faults.Start(runCtx, env, r.Faults)
 	if err != nil {
 		closeLockers()
-		return histories.History{}, 0, "", err
+		return executed{}, err
 	}
 	stop := make(chan struct{})
 	timer := time.AfterFunc(p.Duration.D(), func() { close(stop) })
@@ -241,18 +253,24 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	if herr == nil {
 		herr = faults.VerifyHealed(context.Background(), env)
 	}
+	x := executed{stall: stall, where: where}
+	if _, err := removeKeys(context.Background(), cl, ns); err != nil {
+		x.warnings = append(x.warnings, err.Error())
+	}
 	if ctx.Err() != nil {
 		// Interrupted: clients were stopped where they stood, and errors that follow from
 		// that are no findings. The servers are still up, so the history holds.
 		if herr != nil {
-			return histories.History{}, 0, "", fmt.Errorf("interrupted, and faults did not heal: %w", herr)
+			return executed{}, fmt.Errorf("interrupted, and faults did not heal: %w", herr)
 		}
-		return rec.History(), stall, where, nil
+		x.history = rec.History()
+		return x, nil
 	}
 	if err := errors.Join(werr, herr); err != nil {
-		return histories.History{}, 0, "", err
+		return executed{}, err
 	}
-	return rec.History(), stall, where, nil
+	x.history = rec.History()
+	return x, nil
 }
 
 func lastReturn(h histories.History) int64 {

@@ -71,7 +71,10 @@ func NewStore(addr string, mode Fencing, timeout time.Duration) *Store {
 	return &Store{mode: mode, rdb: redis.NewClient(opts)}
 }
 
-func storeKey(key string) string { return "locklab:store:" + key }
+// StoreKeyPrefix begins the name of every register the store keeps.
+const StoreKeyPrefix = "locklab:store:"
+
+func storeKey(key string) string { return StoreKeyPrefix + key }
 
 // Read returns the key's value, or ErrRejected when the fence is stale (mode full).
 func (s *Store) Read(ctx context.Context, key string, fence int64) (int64, error) {
