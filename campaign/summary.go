@@ -149,6 +149,20 @@ type RunError struct {
 	Error string `json:"error"`
 }
 
+// appendRunErrors appends copies of es with their paths rewritten by rel, up to
+// maxRunErrors in all.
+func appendRunErrors(dst, es []*RunError, rel func(string) string) []*RunError {
+	for _, e := range es {
+		if len(dst) >= maxRunErrors {
+			break
+		}
+		c := *e
+		c.Dir, c.Plan = rel(e.Dir), rel(e.Plan)
+		dst = append(dst, &c)
+	}
+	return dst
+}
+
 // maxRunErrors bounds the errors a summary lists (all are counted).
 const maxRunErrors = 50
 
@@ -489,20 +503,8 @@ func Merge(out string, dirs []string, sums []*Summary) *Summary {
 			c.Dir, c.Plan, c.Saved, c.Report = rel(f.Dir), rel(f.Plan), rel(f.Saved), rel(f.Report)
 			m.Failures = append(m.Failures, &c)
 		}
-		for _, e := range s.PerturbedRuns {
-			c := *e
-			c.Dir, c.Plan = rel(e.Dir), rel(e.Plan)
-			if len(m.PerturbedRuns) < maxRunErrors {
-				m.PerturbedRuns = append(m.PerturbedRuns, &c)
-			}
-		}
-		for _, e := range s.RunErrors {
-			c := *e
-			c.Dir, c.Plan = rel(e.Dir), rel(e.Plan)
-			if len(m.RunErrors) < maxRunErrors {
-				m.RunErrors = append(m.RunErrors, &c)
-			}
-		}
+		m.PerturbedRuns = appendRunErrors(m.PerturbedRuns, s.PerturbedRuns, rel)
+		m.RunErrors = appendRunErrors(m.RunErrors, s.RunErrors, rel)
 		for _, g := range s.Groups {
 			mg := (*Group)(nil)
 			for _, h := range m.Groups {
