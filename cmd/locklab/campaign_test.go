@@ -34,6 +34,8 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"campaign", "merge", "--out", dir, missing}, "read summary"},
 		{[]string{"replay", missing}, missing},
 		{[]string{"replay", "--repeat", "0", missing}, "flag --repeat: want at least 1"},
+		{[]string{"detection", "--claimed-pairs", "-1", "--out", dir}, "--claimed-pairs at least 0"},
+		{[]string{"detection", "--seeds", "0", "--out", dir}, "flags --seeds, --max-runs and --parallel must be at least 1"},
 	} {
 		code, _, stderr := locklab(t, c.args...)
 		if code != exitError || !strings.Contains(stderr, c.want) {

@@ -29,6 +29,7 @@ func newDetectionCmd() *cobra.Command {
 		o        detection.Options
 		classes  []string
 		markdown string
+		claimed  int // as typed; commandLine reprints the flags, so never rewrite it
 	)
 	cmd := &cobra.Command{
 		Use:   "detection",
@@ -66,10 +67,11 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 				}
 				o.Classes = append(o.Classes, c)
 			}
-			if cmd.Flags().Changed("claimed-pairs") && o.ClaimedPairs == 0 {
-				o.ClaimedPairs = -1 // none: no false-alarm campaigns
+			o.ClaimedPairs = claimed
+			if claimed == 0 {
+				o.ClaimedPairs = -1 // none: detection.Options reads 0 as its default
 			}
-			if o.Seeds < 1 || o.MaxRuns < 1 || o.Parallel < 1 || (o.ClaimedPairs < 0 && o.ClaimedPairs != -1) {
+			if o.Seeds < 1 || o.MaxRuns < 1 || o.Parallel < 1 || claimed < 0 {
 				return &statusError{exitError, errors.New("flags --seeds, --max-runs and --parallel must be at least 1, --claimed-pairs at least 0")}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -128,7 +130,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 	f.IntVar(&o.Seeds, "seeds", 10, "class searches per class")
 	f.Int64Var(&o.Seed, "seed", 1, "the first seed")
 	f.IntVar(&o.MaxRuns, "max-runs", 60, "plans per class search at most")
-	f.IntVar(&o.ClaimedPairs, "claimed-pairs", 1000, "per correct implementation, claimed (plan, property) pairs to decide in fault-free calm plans, for false alarms (0: skip)")
+	f.IntVar(&claimed, "claimed-pairs", 1000, "per correct implementation, claimed (plan, property) pairs to decide in fault-free calm plans, for false alarms (0: skip)")
 	f.IntVar(&o.Parallel, "parallel", 1, "plans at once within a search")
 	f.BoolVar(&o.Shrink, "shrink", false, "shrink the first seed's detection of each class")
 	f.DurationVar(&o.ShrinkTime, "shrink-time", 0, "time to spend shrinking one detection (0: the campaign default)")
