@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/locklab
 OUT     ?= out
 
-.PHONY: all apt-deps deps node-deps detection build demo test vet fuzz bench tla matrix clean
+.PHONY: all apt-deps deps node-deps detection build demo test vet fuzz bench bench-jobs tla matrix clean
 
 all: build
 
@@ -99,6 +99,12 @@ matrix: deps build
 SEEDS ?= 10
 detection: deps build
 	$(BIN) detection --seeds $(SEEDS) --parallel 2 --shrink --shrink-time 30s --out $(OUT)/detection --markdown BENCHMARKS.md
+
+# The double-processing experiment: a job queue without and with the write-up's lock, a
+# minute per phase (BENCH_JOBS_FLAGS="--duration 72h" for a soak), its table into the README.
+BENCH_JOBS_FLAGS ?=
+bench-jobs: deps build
+	$(BIN) bench jobs --out $(OUT)/bench-jobs --markdown README.md $(BENCH_JOBS_FLAGS)
 
 clean:
 	rm -rf bin $(OUT)

@@ -21,10 +21,35 @@ const (
 	Crash   Kind = "crash"
 )
 
+// Operations of the job-queue workload (docs/design.md, P4 and P5). Their key is the
+// job's name; Output.Value carries a count where one is known.
+const (
+	Enqueue   Kind = "enqueue"   // the producer pushed the job onto the queue
+	Deliver   Kind = "deliver"   // a worker took the job off the queue (BLMOVE)
+	Skip      Kind = "skip"      // the worker's lock for the job was taken: it did not run it
+	Effect    Kind = "effect"    // the job's side effect, appended to the ledger; Value: the job's effects so far
+	Ack       Kind = "ack"       // the worker removed the job from its processing list; fail: it was no longer there
+	Redeliver Kind = "redeliver" // the reaper put the job back: its visibility timeout expired
+	Tally     Kind = "tally"     // the ledger read at the end: Value effects of the job (key TallyEnd: jobs read)
+)
+
+// TallyEnd is the key of the Tally operation that closes the ledger's read-back: without
+// it the ledger was not read to the end, and no job can be called lost.
+const TallyEnd = "*"
+
 // Valid reports whether k is a known kind.
 func (k Kind) Valid() bool {
 	switch k {
 	case Acquire, Release, Extend, Read, Write, Crash:
+		return true
+	}
+	return k.IsJob()
+}
+
+// IsJob reports whether k is an operation of the job-queue workload.
+func (k Kind) IsJob() bool {
+	switch k {
+	case Enqueue, Deliver, Skip, Effect, Ack, Redeliver, Tally:
 		return true
 	}
 	return false

@@ -18,6 +18,7 @@ type Recorder struct {
 	mu      sync.Mutex
 	streams []*Stream
 	faults  []FaultWindow
+	sink    func(Op) // not nil: operations go there and are not kept
 }
 
 // NewRecorder starts the base clock now.
@@ -25,6 +26,15 @@ func NewRecorder(meta Meta) *Recorder {
 	base := time.Now()
 	meta.Started = base.UTC()
 	return &Recorder{base: base, meta: meta}
+}
+
+// NewStreamingRecorder is a recorder that keeps no operation: each one is handed to
+// sink as it is recorded (from many goroutines at once; sink must be safe for that), so
+// that a run of days records in constant memory. Its History has the faults only.
+func NewStreamingRecorder(meta Meta, sink func(Op)) *Recorder {
+	r := NewRecorder(meta)
+	r.sink = sink
+	return r
 }
 
 // Now is the time since the base in nanoseconds, on the monotonic clock.
@@ -157,6 +167,10 @@ const chunkSize = 1024
 
 // add appends op to the last chunk, starting a new one when it is full.
 func (s *Stream) add(op Op) {
+	if s.rec.sink != nil {
+		s.rec.sink(op)
+		return
+	}
 	last := len(s.chunks) - 1
 	if last < 0 || len(s.chunks[last]) == chunkSize {
 		s.chunks = append(s.chunks, make([]Op, 0, chunkSize))
@@ -182,7 +196,7 @@ func (s *Stream) Now() int64 { return s.rec.Now() }
 // outcome (but an extend's) the stream moves to a fresh process for that family.
 func (s *Stream) Record(kind Kind, key string, in Input, out Output, outcome Outcome, call int64) Op {
 	proc := &s.lockProc
-	if kind.IsStore() {
+	if kind.IsStore() || kind.IsJob() {
 		proc = &s.storeProc
 	}
 	op := Op{

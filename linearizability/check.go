@@ -47,7 +47,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Check checks h against P1, P2, P3 and L1. The store's rule comes from h.Meta.Fencing,
+// Check checks h against P1, P2, P3, L1, and P4 and P5 when it has job operations. The store's rule comes from h.Meta.Fencing,
 // which must be off, writes or full. An invalid history is an error and no result; a
 // visualisation that cannot be written is an error returned with the complete result.
 func Check(h histories.History, opts Options) (Result, error) {
@@ -68,7 +68,7 @@ func Check(h histories.History, opts Options) (Result, error) {
 	}
 	c := newChecker(h, mode, opts)
 	// In the order of AllProperties.
-	res := Result{Fencing: string(mode), Properties: []PropertyResult{c.exclusion(), c.store(), c.fences(), c.progress()}}
+	res := Result{Fencing: string(mode), Properties: []PropertyResult{c.exclusion(), c.store(), c.fences(), c.progress(), checkAtMostOnce(h), checkAtLeastOnce(h)}}
 	res.Verdict = overall(res.Properties)
 	if opts.HTMLPath != "" {
 		if err := c.writeHTML(opts.HTMLPath, res); err != nil {

@@ -147,7 +147,7 @@ func TestResultJSONAndString(t *testing.T) {
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Verdict != Illegal || len(back.Properties) != 4 || back.Properties[1].Explanation != res.Properties[1].Explanation {
+	if back.Verdict != Illegal || len(back.Properties) != len(AllProperties()) || back.Properties[1].Explanation != res.Properties[1].Explanation {
 		t.Errorf("JSON round trip lost data: %s", data)
 	}
 	if !strings.Contains(string(data), `"verdict":"illegal"`) || !strings.Contains(string(data), `"elapsed_ns":`) {
@@ -164,13 +164,13 @@ func TestResultJSONAndString(t *testing.T) {
 	}
 
 	lines := strings.Split(strings.TrimSuffix(res.String(), "\n"), "\n")
-	if len(lines) != 5 {
-		t.Fatalf("String() has %d lines, want a header and 4 properties:\n%s", len(lines), res)
+	if len(lines) != 7 {
+		t.Fatalf("String() has %d lines, want a header and 6 properties:\n%s", len(lines), res)
 	}
 	if lines[0] != "illegal (fencing off)" {
 		t.Errorf("header = %q", lines[0])
 	}
-	for i, p := range []string{"P1  illegal", "P2  illegal", "P3  ok", "L1  ok"} {
+	for i, p := range []string{"P1  illegal", "P2  illegal", "P3  ok", "L1  ok", "P4  n/a", "P5  n/a"} {
 		if !strings.HasPrefix(strings.TrimSpace(lines[i+1]), p) {
 			t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i+1], p)
 		}

@@ -9,16 +9,18 @@ import (
 // Property names one checked property of docs/design.md.
 type Property string
 
-// The four properties, in report order.
+// The properties, in report order.
 const (
 	P1 Property = "P1" // mutual exclusion of beliefs (Porcupine, lock model)
 	P2 Property = "P2" // safety of the protected resource (Porcupine, locked register)
 	P3 Property = "P3" // fence monotonicity (Porcupine, lock model with fences)
 	L1 Property = "L1" // progress (checked directly on the history)
+	P4 Property = "P4" // at most once: no job's side effect twice (job-queue workload, on the ledger)
+	P5 Property = "P5" // at least once: every enqueued job's side effect by the end (job-queue workload)
 )
 
 // AllProperties lists the properties in report order, the order of Result.Properties.
-func AllProperties() []Property { return []Property{P1, P2, P3, L1} }
+func AllProperties() []Property { return []Property{P1, P2, P3, L1, P4, P5} }
 
 // JoinProperties is ps as text, "P1,P2" with sep ",".
 func JoinProperties(ps []Property, sep string) string {
@@ -40,6 +42,10 @@ func (p Property) Name() string {
 		return "fence monotonicity"
 	case L1:
 		return "progress"
+	case P4:
+		return "at most once"
+	case P5:
+		return "at least once"
 	}
 	return string(p)
 }

@@ -28,6 +28,7 @@ func TestAll(t *testing.T) {
 		{"redislock", "", "single", false, false},
 		{"rueidislock", "", "single", false, false},
 		{"node-ioredis", "", "single", false, false},
+		{"seed-withlock", "", "single", false, false},
 	}
 	got := locks.All().List()
 	if len(got) != len(want) {

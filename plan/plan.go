@@ -39,7 +39,33 @@ type Plan struct {
 	Extend      float64     `json:"extend,omitempty"`   // probability that a critical section extends its lease once, halfway through its work
 	Seed        int64       `json:"seed"`
 	Faults      []FaultSpec `json:"faults,omitempty"`
+	// Workload is what the clients do: "rmw" (the default: read-modify-write of the
+	// protected store under the lock) or "jobs" (workers of a job queue; see Jobs).
+	Workload string    `json:"workload,omitempty"`
+	Jobs     *JobsSpec `json:"jobs,omitempty"`
 }
+
+// The workloads a plan can name.
+const (
+	WorkloadRMW  = "rmw"
+	WorkloadJobs = "jobs"
+)
+
+// JobsSpec is the job-queue workload (workload.Jobs): clients are its workers, work is
+// each job's processing time, ttl the per-job lock's lease, fencing the ledger's rule,
+// retry the pause after a failed queue command.
+type JobsSpec struct {
+	Rate       float64  `json:"rate,omitempty"`  // jobs per second while the run lasts
+	Count      int      `json:"count,omitempty"` // jobs pushed at once when the run starts
+	SameKey    bool     `json:"same_key,omitempty"`
+	Visibility Duration `json:"visibility"`
+	Lock       bool     `json:"lock,omitempty"`       // each job under the lock of its key (the plan's impl)
+	OnTaken    string   `json:"on_taken,omitempty"`   // drop (default) or retry
+	Idempotent bool     `json:"idempotent,omitempty"` // an idempotency record written with the side effect
+}
+
+// MaxJobs bounds a plan's jobs (rate × duration + count), so that a typo cannot queue millions.
+const MaxJobs = 100_000_000
 
 // FaultSpec is one scheduled fault of a plan (see faults.Spec for the fields).
 type FaultSpec struct {
@@ -70,7 +96,7 @@ func (f FaultSpec) Spec() faults.Spec {
 const (
 	MaxClients = 64
 	MaxKeys    = 64
-	MaxRunTime = time.Hour
+	MaxRunTime = 7 * 24 * time.Hour // a soak of days is a real use
 )
 
 // Default is what a plan file or flag leaves unsaid. docs/cli.md lists these values.
@@ -135,7 +161,12 @@ func Parse(data []byte, source string, reg *lockimpl.Registry) (Plan, error) {
 		var fe *FieldError
 		if errors.As(err, &fe) {
 			fe.Source = source
-			fe.Line = fieldLines(data)[fe.Field]
+			lines := fieldLines(data)
+			// A field left out has no line: point at the nearest enclosing one given.
+			for f := fe.Field; f != "" && fe.Line == 0; {
+				fe.Line = lines[f]
+				f = f[:max(0, strings.LastIndexAny(f, ".["))]
+			}
 		}
 		return Plan{}, err
 	}
@@ -247,6 +278,9 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 	if r.Fencing, err = workload.ParseFencing(p.Fencing); err != nil {
 		return nil, bad("fencing", "%v", err)
 	}
+	if err := p.resolveJobs(r); err != nil {
+		return nil, err
+	}
 	if reg != nil {
 		if r.Impl, err = reg.Get(p.Impl); err != nil {
 			return nil, bad("impl", "%v", err)
@@ -259,6 +293,9 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 		}
 	}
 	points := append(workload.Points(), r.Impl.Steps...)
+	if p.Workload == WorkloadJobs {
+		points = append(workload.JobPoints(), r.Impl.Steps...)
+	}
 	for i, f := range p.Faults {
 		field := fmt.Sprintf("faults[%d]", i)
 		for _, d := range []struct {
@@ -296,6 +333,66 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 		r.Faults = append(r.Faults, pl)
 	}
 	return r, nil
+}
+
+// resolveJobs checks the workload and the job-queue fields.
+func (p Plan) resolveJobs(r *Resolved) error {
+	bad := func(field, format string, args ...any) error {
+		return &FieldError{Source: "plan", Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch p.Workload {
+	case "", WorkloadRMW:
+		if p.Jobs != nil {
+			return bad("jobs", `set, but workload is not "jobs"`)
+		}
+		return nil
+	case WorkloadJobs:
+	default:
+		return bad("workload", "want %q or %q, got %q", WorkloadRMW, WorkloadJobs, p.Workload)
+	}
+	j := p.Jobs
+	if j == nil {
+		return bad("workload", `"jobs" needs a "jobs" object (its rate or count, and visibility)`)
+	}
+	if j.Visibility.bad != "" {
+		return bad("jobs.visibility", "%s", j.Visibility.bad)
+	}
+	total := j.Rate*p.Duration.D().Seconds() + float64(j.Count)
+	switch {
+	case j.Rate < 0 || j.Count < 0 || total < 1:
+		return bad("jobs.rate", "want a rate or a count that makes at least one job, got rate %g and count %d", j.Rate, j.Count)
+	case total > MaxJobs:
+		return bad("jobs.rate", "%.0f jobs (rate × duration + count) is more than %d", total, MaxJobs)
+	case j.Visibility.D() <= 0:
+		return bad("jobs.visibility", "must be positive, got %s", j.Visibility.D())
+	}
+	switch j.OnTaken {
+	case "", workload.OnTakenDrop, workload.OnTakenRetry:
+	default:
+		return bad("jobs.on_taken", "want %s or %s, got %q", workload.OnTakenDrop, workload.OnTakenRetry, j.OnTaken)
+	}
+	if j.OnTaken != "" && !j.Lock {
+		return bad("jobs.on_taken", "set, but the jobs run without a lock (lock is false)")
+	}
+	if r.Fencing != workload.FencingOff && !j.Lock {
+		return bad("fencing", "mode %s fences the ledger with the lock's tokens, but the jobs run without a lock", p.Fencing)
+	}
+	return nil
+}
+
+// JobsConfig is the plan's job-queue workload for the workload package (nil for rmw),
+// with the queue kept on the server at queueAddr.
+func (p Plan) JobsConfig(queueAddr string) *workload.Jobs {
+	if p.Workload != WorkloadJobs || p.Jobs == nil {
+		return nil
+	}
+	j := p.Jobs
+	onTaken := j.OnTaken
+	if onTaken == "" {
+		onTaken = workload.OnTakenDrop
+	}
+	return &workload.Jobs{Rate: j.Rate, Count: j.Count, SameKey: j.SameKey, Visibility: j.Visibility.D(),
+		Lock: j.Lock, OnTaken: onTaken, Idempotent: j.Idempotent, QueueAddr: queueAddr}
 }
 
 // Calm reports whether p's critical section stays well inside its lease: work at most a

@@ -34,6 +34,15 @@ func medianWorst[T int | plan.Duration](xs []T, less func(a, b T) bool) (T, T) {
 // DetectionMarkdown renders the result as BENCHMARKS.md's time-to-detection section.
 func DetectionMarkdown(r detection.Result, command string) string {
 	var b strings.Builder
+	if r.Seeds == 0 {
+		// False alarms only: no class was searched.
+		fmt.Fprintf(&b, "Produced by `%s` on %s (%s, %s in all), false alarms only.\n", command, r.Started.Format(time.RFC3339), r.GoVersion, r.Elapsed.D().Round(time.Second))
+		if r.Interrupted {
+			b.WriteString("\n**Interrupted:** the rows below are what was measured before.\n")
+		}
+		falseAlarmTable(&b, r)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "Produced by `%s` on %s (%s, %s in all). Each class: %d class searches (seeds %d…%d), each until the first confirmed detection or %d plans; a search draws random plans from the class's space only (its implementation and fault kinds, never times, targets or points). A detection counts only when a re-run of its plan shows the class again, and its time is when that confirmation ended; detections that did not reproduce are in the last column.\n\n",
 		command, r.Started.Format(time.RFC3339), r.GoVersion, r.Elapsed.D().Round(time.Second), r.Seeds, r.FirstSeed, r.FirstSeed+int64(r.Seeds)-1, r.MaxRuns)
 	if r.Interrupted {
@@ -60,16 +69,21 @@ func DetectionMarkdown(r detection.Result, command string) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %s | %s | %d |\n", row.Class, lin.JoinProperties(row.Detect, ", "), found,
 			mt.D().Round(100*time.Millisecond), worst, mp, worstPlans, shrunk, row.Unconfirmed)
 	}
+	falseAlarmTable(&b, r)
+	return b.String()
+}
+
+// falseAlarmTable is the false alarms per implementation, when any were measured.
+func falseAlarmTable(b *strings.Builder, r detection.Result) {
 	if len(r.FalseAlarms) == 0 {
-		return b.String()
+		return
 	}
-	fmt.Fprintf(&b, "\nFalse alarms, counted only where the models make a claim: per correct implementation, fault-free calm plans (critical sections well inside the lease) until at least %d (plan, property) pairs that an expectation rule claims were decided by the checkers. A violated claimed pair is a false alarm.\n\n", r.ClaimedPairs)
+	fmt.Fprintf(b, "\nFalse alarms, counted only where the models make a claim: per correct implementation, fault-free calm plans (critical sections well inside the lease) until at least %d (plan, property) pairs that an expectation rule claims were decided by the checkers. A violated claimed pair is a false alarm.\n\n", r.ClaimedPairs)
 	b.WriteString("| implementation | plans | claimed pairs decided | false alarms | undecided (checker timeout) | failed to run |\n|---|---|---|---|---|---|\n")
 	var total campaign.ClaimCount
 	for _, fa := range r.FalseAlarms {
 		total.Add(fa.Claims)
-		fmt.Fprintf(&b, "| %s | %d | %d | **%d** | %d | %d |\n", fa.Impl, fa.Plans, fa.Claims.Decided(), fa.Claims.Violated, fa.Claims.Undecided, fa.Errors)
+		fmt.Fprintf(b, "| %s | %d | %d | **%d** | %d | %d |\n", fa.Impl, fa.Plans, fa.Claims.Decided(), fa.Claims.Violated, fa.Claims.Undecided, fa.Errors)
 	}
-	fmt.Fprintf(&b, "| all | | %d | **%d** | %d | |\n", total.Decided(), total.Violated, total.Undecided)
-	return b.String()
+	fmt.Fprintf(b, "| all | | %d | **%d** | %d | |\n", total.Decided(), total.Violated, total.Undecided)
 }

@@ -49,6 +49,10 @@ type Options struct {
 	AllowDestructive bool
 	// Phases, shared by runs on one machine, keeps checks away from live runs.
 	Phases *Phases
+	// Sink, when set, receives every operation as it is recorded (from many goroutines at
+	// once) and the run keeps none: a run of days in constant memory. The history that is
+	// saved and checked then has the fault windows only; the sink is the evidence.
+	Sink func(histories.Op)
 }
 
 // Report is what one run produced.
@@ -171,7 +175,11 @@ type executed struct {
 // servers locklab did not start.
 func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Options) (executed, error) {
 	p := r.Plan
-	rec := histories.NewRecorder(histories.Meta{Fencing: string(r.Fencing), TTL: p.TTL.D(), Impl: r.Impl.Name, Seed: p.Seed})
+	meta := histories.Meta{Fencing: string(r.Fencing), TTL: p.TTL.D(), Impl: r.Impl.Name, Seed: p.Seed}
+	rec := histories.NewRecorder(meta)
+	if opts.Sink != nil {
+		rec = histories.NewStreamingRecorder(meta, opts.Sink)
+	}
 	env := faults.NewEnv(cl, rec, p.Clients)
 	env.AllowDestructive = opts.AllowDestructive
 	gates := env.Gates
@@ -205,6 +213,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		Timeout: p.Timeout.D(), Seed: p.Seed, Namespace: ns, StoreAddr: func(client int) string { return eps[client].Store }, Rec: rec,
 		Hook: gates.Reach, Clock: env.ClientClock,
 		NewLocker: func(client int) (lockimpl.Locker, error) { return lockers[client], nil }, // Run closes them
+		Jobs:      p.JobsConfig(cl.Store.Addr()),
 	}
 	if err := wcfg.Validate(); err != nil {
 		return executed{}, fmt.Errorf("workload: %w", err)

@@ -1,5 +1,6 @@
-// Package workload is what the clients of a run do: lock-protected read-modify-write of
-// a protected store, every step recorded.
+// Package workload is what the clients of a run do, every step recorded: lock-protected
+// read-modify-write of a protected store, or (with Config.Jobs) workers consuming a job
+// queue and appending each job's side effect to a ledger.
 package workload
 
 import (
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -22,10 +25,18 @@ const (
 	AfterAcquire = "after-acquire" // the grant has arrived, nothing checked yet
 	BeforeWrite  = "before-write"  // after the validity check, right before the write: Kleppmann's pause
 	InRelease    = "in-release"    // the release has been issued but not yet sent
+	// BeforeAck is a job-queue worker's point after the job ran (and its lock was
+	// released), right before it acknowledges the job.
+	BeforeAck = "before-ack"
 )
 
-// Points lists the client's own points, in the order it reaches them.
+// Points lists the client's own points, in the order it reaches them. A job-queue
+// worker reaches AfterAcquire (after the grant, or the delivery without a lock),
+// BeforeWrite (before the side effect), InRelease, then BeforeAck.
 func Points() []string { return []string{AfterAcquire, BeforeWrite, InRelease} }
+
+// JobPoints lists a job-queue worker's points, in the order it reaches them.
+func JobPoints() []string { return []string{AfterAcquire, BeforeWrite, InRelease, BeforeAck} }
 
 // Hook is called by a client at each point; it may block (a pause) or return an error
 // wrapping lockimpl.ErrCrashed (a crash: the client stops for good).
@@ -56,6 +67,10 @@ type Config struct {
 	Clock     func(client int) lockimpl.Clock // nil: the system clock
 	Hook      Hook                            // nil: no faults at client points
 	Rec       *histories.Recorder
+
+	// Jobs, when set, makes the clients job-queue workers (jobs.go) instead of
+	// read-modify-write clients; Keys is then unused.
+	Jobs *Jobs
 }
 
 // Validate checks the configuration; Run does too, before it builds anything.
@@ -76,6 +91,11 @@ func (c Config) Validate() error {
 	case c.NewLocker == nil || c.Rec == nil || c.StoreAddr == nil:
 		return fmt.Errorf("workload needs a locker factory, a recorder and a store address")
 	}
+	if c.Jobs != nil {
+		if err := c.Jobs.validate(); err != nil {
+			return err
+		}
+	}
 	_, err := ParseFencing(string(c.Fencing))
 	return err
 }
@@ -89,6 +109,9 @@ func KeyName(i int) string { return "k" + strconv.Itoa(i) }
 func Run(ctx context.Context, stop <-chan struct{}, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("workload: %w", err)
+	}
+	if cfg.Jobs != nil {
+		return runJobs(ctx, stop, cfg)
 	}
 	clients := make([]*client, cfg.Clients)
 	defer func() {
@@ -142,7 +165,8 @@ type client struct {
 	id     int
 	cfg    *Config
 	locker lockimpl.Locker
-	store  *Store
+	store  *Store        // read-modify-write clients
+	queue  *redis.Client // job-queue workers
 	clock  lockimpl.Clock
 	rec    *histories.Stream
 	rng    *rand.Rand

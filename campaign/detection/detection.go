@@ -23,7 +23,7 @@ import (
 type Options struct {
 	Registry *lockimpl.Registry
 	Classes  []string // class IDs; empty: every class
-	Seeds    int      // searches per class; 0: 10
+	Seeds    int      // searches per class; 0: 10; negative: none (false alarms only)
 	Seed     int64    // the first seed; the others follow it
 	MaxRuns  int      // plans per search at most; 0: 60
 	// ClaimedPairs is how many claimed (plan, property) pairs the checkers must decide per
@@ -108,11 +108,22 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if o.Out == "" {
 		return Result{}, fmt.Errorf("detection: no output directory")
 	}
-	if o.Seeds < 1 || o.MaxRuns < 1 {
-		return Result{}, fmt.Errorf("detection: seeds and max runs must be positive")
+	if o.MaxRuns < 1 {
+		return Result{}, fmt.Errorf("detection: max runs must be positive")
+	}
+	for _, name := range o.Impls {
+		impl, err := o.Registry.Get(name)
+		if err != nil {
+			return Result{}, fmt.Errorf("detection: %w", err)
+		}
+		if impl.Mutant {
+			return Result{}, fmt.Errorf("detection: %s is a mutant: false alarms are counted on correct implementations only", name)
+		}
 	}
 	var classes []campaign.Class
-	if len(o.Classes) == 0 {
+	if o.Seeds < 0 {
+		o.Seeds = 0 // no class searches: false alarms only
+	} else if len(o.Classes) == 0 {
 		classes = campaign.Classes(o.Registry)
 	}
 	for _, id := range o.Classes {

@@ -35,7 +35,15 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"replay", missing}, missing},
 		{[]string{"replay", "--repeat", "0", missing}, "flag --repeat: want at least 1"},
 		{[]string{"detection", "--claimed-pairs", "-1", "--out", dir}, "--claimed-pairs at least 0"},
-		{[]string{"detection", "--seeds", "0", "--out", dir}, "flags --seeds, --max-runs and --parallel must be at least 1"},
+		{[]string{"detection", "--seeds", "-1", "--out", dir}, "--seeds and --claimed-pairs at least 0"},
+		{[]string{"detection", "--seeds", "0", "--claimed-pairs", "0", "--out", dir}, "nothing to measure"},
+		{[]string{"detection", "--impl", "check-then-set", "--out", dir}, "flag --impl: check-then-set is a mutant"},
+		{[]string{"detection", "--impl", "nope", "--out", dir}, `flag --impl: unknown lock implementation "nope"`},
+		{[]string{"detection", "--marker", "a b", "--out", dir}, "flag --marker:"},
+		{[]string{"bench", "jobs", "--workers", "0", "--out", dir}, "flag --workers: want at least 1"},
+		{[]string{"bench", "jobs", "--impl", "nope", "--out", dir}, `flag --impl: unknown lock implementation "nope"`},
+		{[]string{"bench", "jobs", "--on-taken", "later", "--out", dir}, `flag --on-taken: want drop or retry`},
+		{[]string{"bench", "jobs", "--markdown", missing, "--out", dir}, "flag --markdown:"},
 	} {
 		code, _, stderr := locklab(t, c.args...)
 		if code != exitError || !strings.Contains(stderr, c.want) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -15,21 +16,20 @@ import (
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
 	"github.com/locklab/locklab/internal/jsonfile"
+	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/report"
 )
 
-// The lines of a Markdown file between which `locklab detection --markdown` puts the table.
-const (
-	detectionBegin = "<!-- detection:begin -->"
-	detectionEnd   = "<!-- detection:end -->"
-)
+// markerName is what --marker accepts: the NAME of <!-- NAME:begin --> and <!-- NAME:end -->.
+var markerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 
 func newDetectionCmd() *cobra.Command {
 	var (
-		o        detection.Options
-		classes  []string
-		markdown string
-		claimed  int // as typed; commandLine reprints the flags, so never rewrite it
+		o              detection.Options
+		classes, impls []string
+		markdown       string
+		marker         string
+		seeds, claimed int // as typed; commandLine reprints the flags, so never rewrite them
 	)
 	cmd := &cobra.Command{
 		Use:   "detection",
@@ -42,22 +42,28 @@ median and worst time and number of plans to the first confirmed detection, the 
 size of the first seed's counterexample (with --shrink), the detections that did not
 reproduce, and per correct implementation the false alarms of fault-free calm plans,
 run until --claimed-pairs (plan, property) pairs that an expectation rule claims were
-decided. It writes detection.json and detection.md to
---out; with --markdown FILE the table replaces what is between the lines
-` + detectionBegin + ` and ` + detectionEnd + ` in FILE.
+decided (--impl: of these only). --seeds 0 measures false alarms only. It writes
+detection.json and detection.md to --out; with --markdown FILE the table replaces what
+is between the lines <!-- MARKER:begin --> and <!-- MARKER:end --> in FILE (--marker,
+default detection).
 
 Exit status: 0 every class was found by every seed and there was no false alarm, 1 a
 class was missed or a false alarm seen, 2 an error or an interruption.`,
 		Example: `  locklab detection --seeds 10 --shrink --markdown BENCHMARKS.md
-  locklab detection --class pause-past-ttl,check-then-set --seeds 3`,
+  locklab detection --class pause-past-ttl,check-then-set --seeds 3
+  locklab detection --seeds 0 --impl seed-withlock --parallel 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !markerName.MatchString(marker) {
+				return &statusError{exitError, fmt.Errorf("flag --marker: want letters, digits and dashes, got %q", marker)}
+			}
+			begin, end := "<!-- "+marker+":begin -->", "<!-- "+marker+":end -->"
 			if markdown != "" {
 				data, err := os.ReadFile(markdown)
 				if err != nil {
 					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
 				}
-				if _, err := replaceBlock(data, "", markdown, detectionBegin, detectionEnd); err != nil {
+				if _, err := replaceBlock(data, "", markdown, begin, end); err != nil {
 					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
 				}
 			}
@@ -67,12 +73,30 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 				}
 				o.Classes = append(o.Classes, c)
 			}
+			reg := locks.All()
+			for _, name := range trimAll(impls) {
+				impl, err := reg.Get(name)
+				if err == nil && impl.Mutant {
+					err = fmt.Errorf("%s is a mutant: false alarms are counted on correct implementations only", name)
+				}
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --impl: %w", err)}
+				}
+				o.Impls = append(o.Impls, name)
+			}
+			if seeds == 0 && claimed == 0 {
+				return &statusError{exitError, errors.New("flags --seeds 0 and --claimed-pairs 0: nothing to measure")}
+			}
+			o.Seeds = seeds
+			if seeds == 0 {
+				o.Seeds = -1 // none: detection.Options reads 0 as its default
+			}
 			o.ClaimedPairs = claimed
 			if claimed == 0 {
 				o.ClaimedPairs = -1 // none: detection.Options reads 0 as its default
 			}
-			if o.Seeds < 1 || o.MaxRuns < 1 || o.Parallel < 1 || claimed < 0 {
-				return &statusError{exitError, errors.New("flags --seeds, --max-runs and --parallel must be at least 1, --claimed-pairs at least 0")}
+			if seeds < 0 || o.MaxRuns < 1 || o.Parallel < 1 || claimed < 0 {
+				return &statusError{exitError, errors.New("flags --max-runs and --parallel must be at least 1, --seeds and --claimed-pairs at least 0")}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -100,7 +124,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 			if markdown != "" {
 				data, err := os.ReadFile(markdown)
 				if err == nil {
-					data, err = replaceBlock(data, md, markdown, detectionBegin, detectionEnd)
+					data, err = replaceBlock(data, md, markdown, begin, end)
 				}
 				if err == nil {
 					err = os.WriteFile(markdown, data, 0o644)
@@ -127,7 +151,9 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&classes, "class", nil, "bug classes to measure (default: every class)")
-	f.IntVar(&o.Seeds, "seeds", 10, "class searches per class")
+	f.IntVar(&seeds, "seeds", 10, "class searches per class (0: none, false alarms only)")
+	f.StringSliceVar(&impls, "impl", nil, "correct implementations whose false alarms are counted (default: every one)")
+	f.StringVar(&marker, "marker", "detection", "with --markdown: the name in the markers <!-- NAME:begin --> and <!-- NAME:end -->")
 	f.Int64Var(&o.Seed, "seed", 1, "the first seed")
 	f.IntVar(&o.MaxRuns, "max-runs", 60, "plans per class search at most")
 	f.IntVar(&claimed, "claimed-pairs", 1000, "per correct implementation, claimed (plan, property) pairs to decide in fault-free calm plans, for false alarms (0: skip)")
@@ -135,6 +161,6 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 	f.BoolVar(&o.Shrink, "shrink", false, "shrink the first seed's detection of each class")
 	f.DurationVar(&o.ShrinkTime, "shrink-time", 0, "time to spend shrinking one detection (0: the campaign default)")
 	f.StringVar(&o.Out, "out", "out/detection", "output directory")
-	f.StringVar(&markdown, "markdown", "", "Markdown file whose table between "+detectionBegin+" and "+detectionEnd+" is replaced")
+	f.StringVar(&markdown, "markdown", "", "Markdown file whose table between the --marker lines is replaced")
 	return cmd
 }

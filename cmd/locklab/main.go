@@ -82,6 +82,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newListCmd(), newMatrixCmd(), newExportCmd())
-	root.AddCommand(newCampaignCmd(), newReplayCmd(), newDetectionCmd())
+	root.AddCommand(newCampaignCmd(), newReplayCmd(), newDetectionCmd(), newBenchCmd())
 	return root
 }

@@ -156,7 +156,7 @@ func trimAll(ss []string) []string {
 // fixed order. A bool flag is written as --name (or --name=false): "--name true" would
 // parse as the flag and a stray argument.
 func commandLine(cmd *cobra.Command) string {
-	parts := []string{"locklab", cmd.Name()}
+	parts := strings.Fields(cmd.CommandPath()) // "locklab bench jobs"
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if f.Value.Type() == "bool" {
 			if v := f.Value.String(); v == "true" {

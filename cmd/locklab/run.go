@@ -38,7 +38,8 @@ func newRunCmd() *cobra.Command {
 		Use:   "run",
 		Short: "Run a plan (from flags, a plan file or a catalog scenario) on real Redis and check it",
 		Long: `Run starts the servers, runs the clients and faults, records every operation, checks
-the history (P1 mutual exclusion, P2 resource safety, P3 fence monotonicity, L1 progress)
+the history (P1 mutual exclusion, P2 resource safety, P3 fence monotonicity, L1 progress;
+with workload "jobs" also P4 at most once and P5 at least once)
 and writes a run directory per fencing mode. Flags override the plan file or scenario.
 
 Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`,
@@ -289,6 +290,9 @@ func printReports(w io.Writer, pl plan.Plan, reps []runner.Report) {
 	}
 	fmt.Fprintln(w)
 	for _, prop := range linearizability.AllProperties() {
+		if (prop == linearizability.P4 || prop == linearizability.P5) && pl.Workload != plan.WorkloadJobs {
+			continue // the job-queue properties, n/a on any other workload
+		}
 		fmt.Fprintf(w, "%-26s", fmt.Sprintf("%s %s", prop, prop.Name()))
 		for _, r := range reps {
 			pr, _ := r.Result.Property(prop)

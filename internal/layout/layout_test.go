@@ -125,7 +125,7 @@ var stage = map[string]int{
 	"plan":   7,
 	"runner": 8, "tla/bridge": 8,
 	"campaign/expect": 9,
-	"campaign":        10, "matrix": 10,
+	"campaign":        10, "matrix": 10, "jobsbench": 10,
 	"report":      11,
 	"cmd/locklab": 12,
 }

@@ -35,8 +35,9 @@ const (
 	EnvMaster    = "LOCKLAB_MASTER"     // replicated topology: the master name; else unset
 	EnvVia       = "LOCKLAB_VIA"        // replicated topology: from=to[,from=to...] address rewrites; else unset
 
-	// EnvNodeClient points at the Node.js client (clients/node/lock.js or its folder)
-	// when locklab runs from a place where it cannot find it by itself.
+	// EnvNodeClient points at the Node.js clients (clients/node/lock.js or its folder;
+	// the other clients are found beside lock.js) when locklab runs from a place where
+	// it cannot find them by itself.
 	EnvNodeClient = "LOCKLAB_NODE_CLIENT"
 )
 
@@ -103,12 +104,16 @@ func subprocessImpl(name, description string, fencing bool, command func() ([]st
 	}
 }
 
-// Impls lists the subprocess clients locklab ships: the Node.js example client.
+// Impls lists the subprocess clients locklab ships, the Node.js clients of clients/node:
+// the example client, and the withLock of a blog post run with ioredis's defaults.
 func Impls() []lockimpl.Impl {
 	return []lockimpl.Impl{
 		subprocessImpl("node-ioredis",
 			"textbook SET NX PX lock in Node.js with ioredis, driven over the subprocess protocol",
-			false, nodeClientCommand),
+			false, nodeClientCommand(nodeMain)),
+		subprocessImpl("seed-withlock",
+			"the withLock of a widely read blog post's Node.js job queue (SET lock:<key> NX PX, Lua release, no extend) on ioredis's defaults: commands retried, queued and resent after a reconnect",
+			false, nodeClientCommand("seed-withlock.js")),
 	}
 }
 
@@ -821,11 +826,20 @@ func (b *tailBuffer) quote() string {
 	return "; the end of its stderr:\n" + s
 }
 
-// nodeClientCommand finds node and the Node.js client (clients/node/lock.js) with its
-// dependencies installed.
-func nodeClientCommand() ([]string, error) {
+// nodeMain is the Node.js example client, by which the folder of the Node.js clients is
+// found.
+const nodeMain = "lock.js"
+
+// nodeClientCommand finds node and the Node.js client file (lock.js, or another script
+// of clients/node beside it) with its dependencies installed.
+func nodeClientCommand(file string) func() ([]string, error) {
+	return func() ([]string, error) { return nodeCommand(file) }
+}
+
+// nodeCommand is nodeClientCommand's work, done when a Locker is built.
+func nodeCommand(file string) ([]string, error) {
 	const install = "run `npm ci --prefix clients/node` in the locklab checkout (`make deps` does it)"
-	script, err := findNodeClient()
+	script, err := findNodeClient(file)
 	if err != nil {
 		return nil, err
 	}
@@ -839,17 +853,21 @@ func nodeClientCommand() ([]string, error) {
 	return []string{node, script}, nil
 }
 
-// findNodeClient is $LOCKLAB_NODE_CLIENT, else clients/node/lock.js in the working
-// directory or a parent of it (a checkout), else next to the executable (bin/../clients).
-func findNodeClient() (string, error) {
-	const rel = "clients/node/lock.js"
+// findNodeClient finds file of the Node.js clients: through $LOCKLAB_NODE_CLIENT (the
+// folder, or lock.js, beside which the others are), else clients/node/file in the
+// working directory or a parent of it (a checkout), else next to the executable
+// (bin/../clients).
+func findNodeClient(file string) (string, error) {
+	rel := "clients/node/" + file
 	if env := os.Getenv(EnvNodeClient); env != "" {
 		path := env
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-			path = filepath.Join(path, "lock.js")
+			path = filepath.Join(path, file)
+		} else if file != nodeMain {
+			path = filepath.Join(filepath.Dir(path), file) // beside lock.js
 		}
 		if _, err := os.Stat(path); err != nil {
-			return "", fmt.Errorf("$%s=%s: no Node.js client there: %v", EnvNodeClient, env, err)
+			return "", fmt.Errorf("$%s=%s: no Node.js client %s there: %v", EnvNodeClient, env, file, err)
 		}
 		return filepath.Abs(path)
 	}
@@ -873,7 +891,7 @@ func findNodeClient() (string, error) {
 		}
 		looked = append(looked, filepath.Clean(filepath.Join(filepath.Dir(exe), "..")))
 	}
-	return "", fmt.Errorf("the Node.js client %s was not found (looked in %s); run locklab from its checkout or set %s to the path of lock.js",
+	return "", fmt.Errorf("the Node.js client %s was not found (looked in %s); run locklab from its checkout or set %s to the folder of the Node.js clients",
 		rel, strings.Join(looked, ", "), EnvNodeClient)
 }
 

@@ -1,0 +1,174 @@
+// The locklab side of a Node.js lock client, shared by lock.js and seed-withlock.js: the
+// environment locklab starts a client with, the ioredis connection options it implies,
+// and the loop of the subprocess protocol locklab-lock/1 (docs/subprocess-protocol.md):
+// a hello line, then one JSON request per line on stdin and one JSON answer per line on
+// stdout; logs go to stderr.
+//
+// What a client does with Redis, and how its ioredis client retries, is the client's
+// own: it passes its operations and its retry options in.
+"use strict";
+
+const readline = require("node:readline");
+const Redis = require("ioredis");
+
+const PROTOCOL = "locklab-lock/1";
+
+// logger is a log function for stderr, prefixed with the client's name and pid.
+function logger(name) {
+  return (...args) => console.error(`[${name} ${process.pid}]`, ...args);
+}
+
+// parseAddr reads host:port, also [v6]:port.
+function parseAddr(s) {
+  const i = s.lastIndexOf(":");
+  if (i <= 0) throw new Error(`bad address ${JSON.stringify(s)}: want host:port`);
+  let host = s.slice(0, i);
+  const port = Number(s.slice(i + 1));
+  if (!Number.isInteger(port) || port <= 0 || port > 65535) {
+    throw new Error(`bad port in address ${JSON.stringify(s)}`);
+  }
+  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
+  return { host, port };
+}
+
+// list reads a comma-separated environment variable.
+function list(name) {
+  const v = process.env[name] || "";
+  return v.split(",").map((s) => s.trim()).filter((s) => s !== "");
+}
+
+// timeoutMs is LOCKLAB_TIMEOUT_MS, the per-command network timeout (2000 when unset).
+function timeoutMs() {
+  const timeout = Number(process.env.LOCKLAB_TIMEOUT_MS || "2000");
+  if (!Number.isFinite(timeout) || timeout <= 0) {
+    throw new Error(`bad LOCKLAB_TIMEOUT_MS ${JSON.stringify(process.env.LOCKLAB_TIMEOUT_MS)}`);
+  }
+  return timeout;
+}
+
+// config reads the environment: the timeout, and the ioredis options that reach the
+// servers — one server (LOCKLAB_ADDRS), or the primary followed through Sentinel
+// (LOCKLAB_SENTINELS, LOCKLAB_MASTER, LOCKLAB_VIA) — merged over the client's own
+// options, base(timeout).
+function config(base) {
+  const timeout = timeoutMs();
+  const opts = base(timeout);
+  const sentinels = list("LOCKLAB_SENTINELS");
+  if (sentinels.length === 0) {
+    const addrs = list("LOCKLAB_ADDRS");
+    if (addrs.length !== 1) {
+      throw new Error(`LOCKLAB_ADDRS must name exactly one server, got ${JSON.stringify(process.env.LOCKLAB_ADDRS)}`);
+    }
+    return { timeout, opts: { ...opts, ...parseAddr(addrs[0]) } };
+  }
+  // Replicated topology: follow the primary through Sentinel; addresses the Sentinels
+  // name are rewritten to this client's links (LOCKLAB_VIA).
+  const master = process.env.LOCKLAB_MASTER;
+  if (!master) throw new Error("LOCKLAB_SENTINELS given without LOCKLAB_MASTER");
+  const natMap = {};
+  for (const pair of list("LOCKLAB_VIA")) {
+    const [from, to] = pair.split("=");
+    if (!from || !to) throw new Error(`bad LOCKLAB_VIA entry ${JSON.stringify(pair)}: want from=to`);
+    natMap[from] = parseAddr(to);
+  }
+  return {
+    timeout,
+    opts: {
+      ...opts,
+      sentinels: sentinels.map(parseAddr),
+      name: master,
+      natMap,
+      updateSentinels: false, // only the Sentinels (links) locklab gave
+      failoverDetector: true, // drop the old primary when a Sentinel announces a new one
+      sentinelCommandTimeout: timeout,
+    },
+  };
+}
+
+// answer writes one protocol line on stdout.
+function answer(obj) {
+  process.stdout.write(JSON.stringify(obj) + "\n");
+}
+
+// unknown is the answer for anything but a definite reply from Redis.
+function unknown(id, err) {
+  return { id, outcome: "unknown", error: String((err && err.message) || err) };
+}
+
+// handle checks one request line and runs it with ops[req.op](redis, req). An op that
+// throws answers unknown: a timeout, a disconnect, an error reply leave the outcome
+// open.
+async function handle(redis, ops, line) {
+  let req;
+  try {
+    req = JSON.parse(line);
+  } catch (err) {
+    return unknown(null, `malformed request: ${err.message}`);
+  }
+  const op = Object.hasOwn(ops, req.op) ? ops[req.op] : undefined;
+  if (!op) return unknown(req.id, `unknown op ${JSON.stringify(req.op)}`);
+  if (typeof req.key !== "string") return unknown(req.id, "request without a key");
+  if (req.op !== "release" && !(Number.isInteger(req.ttl_ms) && req.ttl_ms > 0)) {
+    return unknown(req.id, `bad ttl_ms ${JSON.stringify(req.ttl_ms)}`);
+  }
+  try {
+    return await op(redis, req);
+  } catch (err) {
+    return unknown(req.id, err); // timeout, disconnect, error reply: outcome not known
+  }
+}
+
+// ready resolves once the client is connected, or after ms: hello is said either way,
+// and requests before the connection is up get whatever the client's options make of
+// them.
+function ready(redis, ms) {
+  return new Promise((resolve) => {
+    if (redis.status === "ready") return resolve(true);
+    const timer = setTimeout(() => resolve(false), ms);
+    redis.once("ready", () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+// serve runs a client over the protocol until locklab closes stdin.
+//
+//   name     the client's name, for the hello line and the log;
+//   options  timeout => the client's own ioredis options (retries, timeouts);
+//   ops      { acquire, release[, extend] }: async (redis, req) => answer;
+//   extend   whether the client extends (the hello's "extend");
+//   connect  optional: opts => the ioredis client (default new Redis(opts)).
+async function serve({ name, options, ops, extend, connect }) {
+  const log = logger(name);
+  try {
+    const { timeout, opts } = config(options);
+    const redis = connect ? connect(opts) : new Redis(opts);
+    redis.on("error", (err) => log("redis:", err.message));
+    // Connecting includes ioredis's handshake under the command timeout; a loaded
+    // machine may need more than a short timeout for it, a server that is down will not
+    // answer in any case: wait for the connection a bounded while, at least 5 s.
+    const wait = Math.max(timeout, 5000);
+    if (!(await ready(redis, wait))) log(`not connected after ${wait} ms; saying hello anyway`);
+
+    const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity, terminal: false });
+    // locklab sends one request at a time; the chain keeps answers in order regardless.
+    let chain = Promise.resolve();
+    rl.on("line", (line) => {
+      chain = chain.then(async () => answer(await handle(redis, ops, line)));
+    });
+    rl.on("close", () => {
+      // locklab closed stdin: we are done.
+      chain.finally(() => {
+        redis.disconnect();
+        process.exit(0);
+      });
+    });
+    answer({ hello: PROTOCOL, name, fencing: false, extend, library: `ioredis@${require("ioredis/package.json").version}` });
+  } catch (err) {
+    log("fatal:", (err && err.stack) || err);
+    process.exit(1);
+  }
+}
+
+module.exports = { PROTOCOL, logger, parseAddr, list, timeoutMs, config, answer, unknown, handle, ready, serve };

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/locklab/locklab/internal/jsonfile"
+	"github.com/locklab/locklab/jobsbench"
+	"github.com/locklab/locklab/locks"
+	"github.com/locklab/locklab/report"
+)
+
+// The lines of a Markdown file between which `locklab bench jobs --markdown` puts the table.
+const (
+	jobsBegin = "<!-- bench-jobs:begin -->"
+	jobsEnd   = "<!-- bench-jobs:end -->"
+)
+
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Experiments that measure a workload on real servers",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newBenchJobsCmd())
+	return cmd
+}
+
+func newBenchJobsCmd() *cobra.Command {
+	o := jobsbench.Defaults()
+	var markdown string
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "The double-processing experiment: a job queue without and with a per-job lock, side by side",
+		Long: `Jobs runs a Redis job queue (workers take jobs with BLMOVE; a reaper re-delivers a
+job whose visibility timeout expired; each job's side effect is counted in a ledger)
+twice with the same load: without a lock, then with a per-job lock (--impl) that skips a
+job whose lock is taken. Then the same-key check: --same-key jobs that share one lock
+key, pushed at once. It prints the published numbers beside the measured ones: jobs run
+twice or more, jobs lost, lock acquire latency, throughput both ways and their ratio,
+and how many same-key jobs ran and were skipped.
+
+Each phase is a plan (plan.json under --out, replayable with locklab run --plan, where
+the checkers judge P4 at most once and P5 at least once) and streams its ledger to
+ledger.jsonl, keeping counters only: a --duration of days runs in constant memory.
+
+With --markdown FILE the table replaces what is between the lines
+` + jobsBegin + ` and ` + jobsEnd + ` in FILE.
+
+Exit status: 0 the experiment ran (duplicates are its findings), 2 an error or an
+interruption.`,
+		Example: `  locklab bench jobs
+  locklab bench jobs --duration 10m --impl setnx --on-taken retry
+  locklab bench jobs --duration 72h --out out/soak`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if markdown != "" {
+				data, err := os.ReadFile(markdown)
+				if err == nil {
+					_, err = replaceBlock(data, "", markdown, jobsBegin, jobsEnd)
+				}
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
+				}
+			}
+			o.Registry = locks.All()
+			if _, err := o.Registry.Get(o.Impl); err != nil {
+				return &statusError{exitError, fmt.Errorf("flag --impl: %w", err)}
+			}
+			if err := o.Validate(); err != nil {
+				return &statusError{exitError, fmt.Errorf("flag --%w", err)}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			w := cmd.ErrOrStderr()
+			o.Progress = func(line string) { fmt.Fprintln(w, line) }
+			res, err := jobsbench.Run(ctx, o)
+			if err != nil {
+				if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+					return &statusError{exitError, fmt.Errorf("interrupted: %w", err)}
+				}
+				return &statusError{exitError, err}
+			}
+			md := report.JobsBenchMarkdown(res, commandLine(cmd))
+			if err := jsonfile.Write(filepath.Join(o.Out, "bench-jobs.json"), res); err != nil {
+				return &statusError{exitError, err}
+			}
+			if err := os.WriteFile(filepath.Join(o.Out, "bench-jobs.md"), []byte(md), 0o644); err != nil {
+				return &statusError{exitError, err}
+			}
+			fmt.Fprint(cmd.OutOrStdout(), md)
+			if markdown != "" {
+				data, err := os.ReadFile(markdown)
+				if err == nil {
+					data, err = replaceBlock(data, md, markdown, jobsBegin, jobsEnd)
+				}
+				if err == nil {
+					err = os.WriteFile(markdown, data, 0o644)
+				}
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("update %s: %w", markdown, err)}
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Impl, "impl", o.Impl, "the per-job lock (see locklab list)")
+	f.IntVar(&o.Workers, "workers", o.Workers, "concurrent workers")
+	f.Float64Var(&o.PerMinute, "rate", o.PerMinute, "jobs enqueued per minute")
+	f.DurationVar(&o.Duration, "duration", o.Duration, "how long jobs are enqueued, per phase")
+	f.DurationVar(&o.Work, "work", o.Work, "each job's processing time (jittered ±50%)")
+	f.DurationVar(&o.TTL, "ttl", o.TTL, "the lock's lease")
+	f.DurationVar(&o.Visibility, "visibility", o.Visibility, "a job not acknowledged within it is re-delivered")
+	f.DurationVar(&o.Latency, "latency", o.Latency, "network latency added to each worker's link to the queue, both ways")
+	f.DurationVar(&o.Jitter, "jitter", o.Jitter, "± around --latency (network jitter)")
+	f.StringVar(&o.OnTaken, "on-taken", o.OnTaken, "a job whose lock is taken: drop (acknowledge it, as the write-up's withLock) or retry (the reaper re-delivers it)")
+	f.IntVar(&o.SameKey, "same-key", o.SameKey, "jobs of the same-key check, pushed at once with one lock key (0: skip the check)")
+	f.Int64Var(&o.Seed, "seed", o.Seed, "seed of the plans")
+	f.StringVar(&o.Out, "out", o.Out, "output directory")
+	f.StringVar(&markdown, "markdown", "", "Markdown file whose table between "+jobsBegin+" and "+jobsEnd+" is replaced")
+	return cmd
+}
