@@ -48,6 +48,30 @@ func TestJobsWhereTheLockFails(t *testing.T) {
 	}
 }
 
+// TestJobsFaultFree: with no fault and a visibility timeout far longer than any job,
+// every job runs exactly once, with and without the lock.
+func TestJobsFaultFree(t *testing.T) {
+	for _, lock := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no-lock", true: "lock"}[lock], func(t *testing.T) {
+			t.Parallel()
+			p := plan.Default()
+			p.Name, p.Impl, p.Clients = "jobs-fault-free", "setnx", 3
+			p.TTL, p.Duration, p.Work = plan.D(5e9), plan.D(1e9), plan.D(10e6)
+			p.Workload = plan.WorkloadJobs
+			p.Jobs = &plan.JobsSpec{Rate: 100, Count: 20, Visibility: plan.D(5e9), Lock: lock}
+			rep := runPlan(t, nil, p)
+			want := verdicts{lin.P4: lin.OK, lin.P5: lin.OK}
+			if lock {
+				want[lin.P1], want[lin.L1] = lin.OK, lin.OK
+			}
+			assertVerdicts(t, rep, want)
+			if pr, _ := rep.Result.Property(lin.P5); pr.Ops < 100 {
+				t.Errorf("P5 judged %d operations: the run made too few jobs to mean anything", pr.Ops)
+			}
+		})
+	}
+}
+
 // TestJobsSameKey is the write-up's check: 4 workers, 100 jobs with the same key pushed
 // at once. The first job holds the key's lock for its whole second of work, so every
 // other delivery finds it taken: 1 runs, 99 are skipped (and, dropped, lost: P5).
