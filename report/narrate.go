@@ -180,6 +180,25 @@ func describe(op histories.Op) string {
 		return fmt.Sprintf("%s fails to extend %s", who, op.Key)
 	case histories.Crash:
 		return fmt.Sprintf("%s crashes", who)
+	case histories.Deliver:
+		return fmt.Sprintf("%s takes job %s off the queue", who, op.Key)
+	case histories.Redeliver:
+		return fmt.Sprintf("the queue re-delivers job %s: client %d held it past the visibility timeout", op.Key, op.Output.Value)
+	case histories.Skip:
+		return fmt.Sprintf("%s skips job %s: %s", who, op.Key, op.Output.Error)
+	case histories.Effect:
+		switch op.Outcome {
+		case histories.OK:
+			return fmt.Sprintf("%s runs job %s: its side effect #%d in the ledger", who, op.Key, op.Output.Value)
+		case histories.Fail:
+			return fmt.Sprintf("%s runs job %s, but the ledger refuses it (%s)", who, op.Key, op.Output.Error)
+		}
+		return fmt.Sprintf("%s runs job %s: outcome unknown (%s)", who, op.Key, op.Output.Error)
+	case histories.Ack:
+		if op.Outcome == histories.OK {
+			return fmt.Sprintf("%s acknowledges job %s", who, op.Key)
+		}
+		return fmt.Sprintf("%s acknowledges job %s too late: it was re-delivered", who, op.Key)
 	}
 	return ""
 }
