@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,34 +149,15 @@ func runJobs(ctx context.Context, stop <-chan struct{}, cfg Config) error {
 	q.rdb = redis.NewClient(opts)
 	defer q.rdb.Close()
 
-	workers := make([]*client, cfg.Clients)
-	defer func() {
-		for _, c := range workers {
-			if c != nil {
-				c.queue.Close()
-			}
-		}
-	}()
-	for i := range workers {
-		l, err := cfg.NewLocker(i)
-		if err != nil {
-			for _, c := range workers[:i] {
-				c.locker.Close()
-			}
-			return fmt.Errorf("workload: locker for worker %d: %w", i, err)
-		}
-		o := cluster.ExactlyOnce(cfg.StoreAddr(i), cfg.Timeout)
+	workers, err := newClients(&cfg, func(c *client) {
+		o := cluster.ExactlyOnce(cfg.StoreAddr(c.id), cfg.Timeout)
 		o.PoolSize = 2
-		clock := lockimpl.Clock(lockimpl.SystemClock{})
-		if cfg.Clock != nil {
-			clock = cfg.Clock(i)
-		}
-		workers[i] = &client{
-			id: i, cfg: &cfg, locker: l, queue: redis.NewClient(o), clock: clock,
-			rec: cfg.Rec.Stream(i),
-			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)+1)),
-		}
+		c.queue = redis.NewClient(o)
+	})
+	if err != nil {
+		return err
 	}
+	defer closeConns(workers)
 
 	produced := make(chan struct{})
 	var wg sync.WaitGroup
@@ -199,15 +179,7 @@ func runJobs(ctx context.Context, stop <-chan struct{}, cfg Config) error {
 	}
 	wg.Wait()
 
-	var errs []error
-	for _, c := range workers {
-		if c.closed {
-			continue
-		}
-		if err := c.locker.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close locker of worker %d: %w", c.id, err))
-		}
-	}
+	errs := []error{closeLockers(workers)}
 	if ctx.Err() == nil {
 		if err := q.tally(ctx); err != nil {
 			errs = append(errs, err)

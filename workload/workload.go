@@ -113,33 +113,11 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config) error {
 	if cfg.Jobs != nil {
 		return runJobs(ctx, stop, cfg)
 	}
-	clients := make([]*client, cfg.Clients)
-	defer func() {
-		for _, c := range clients {
-			if c != nil {
-				c.store.Close()
-			}
-		}
-	}()
-	for i := range clients {
-		l, err := cfg.NewLocker(i)
-		if err != nil {
-			for _, c := range clients[:i] {
-				c.locker.Close()
-			}
-			return fmt.Errorf("workload: locker for client %d: %w", i, err)
-		}
-		store := NewStore(cfg.StoreAddr(i), cfg.Fencing, cfg.Timeout)
-		clock := lockimpl.Clock(lockimpl.SystemClock{})
-		if cfg.Clock != nil {
-			clock = cfg.Clock(i)
-		}
-		clients[i] = &client{
-			id: i, cfg: &cfg, locker: l, store: store, clock: clock,
-			rec: cfg.Rec.Stream(i),
-			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)+1)),
-		}
+	clients, err := newClients(&cfg, func(c *client) { c.store = NewStore(cfg.StoreAddr(c.id), cfg.Fencing, cfg.Timeout) })
+	if err != nil {
+		return err
 	}
+	defer closeConns(clients)
 	var wg sync.WaitGroup
 	for _, c := range clients {
 		wg.Add(1)
@@ -149,6 +127,52 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config) error {
 		}()
 	}
 	wg.Wait()
+	return closeLockers(clients)
+}
+
+// newClients builds cfg.Clients clients, each with its locker, clock, history stream and
+// random source; connect gives it its connections (the store, or the queue). When a
+// locker cannot be built, the ones built are closed.
+func newClients(cfg *Config, connect func(*client)) ([]*client, error) {
+	clients := make([]*client, cfg.Clients)
+	for i := range clients {
+		l, err := cfg.NewLocker(i)
+		if err != nil {
+			for _, c := range clients[:i] {
+				c.locker.Close()
+			}
+			closeConns(clients[:i])
+			return nil, fmt.Errorf("workload: locker for client %d: %w", i, err)
+		}
+		clock := lockimpl.Clock(lockimpl.SystemClock{})
+		if cfg.Clock != nil {
+			clock = cfg.Clock(i)
+		}
+		clients[i] = &client{
+			id: i, cfg: cfg, locker: l, clock: clock,
+			rec: cfg.Rec.Stream(i),
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)+1)),
+		}
+		connect(clients[i])
+	}
+	return clients, nil
+}
+
+// closeConns closes the clients' connections to the store or the queue.
+func closeConns(clients []*client) {
+	for _, c := range clients {
+		if c.store != nil {
+			c.store.Close()
+		}
+		if c.queue != nil {
+			c.queue.Close()
+		}
+	}
+}
+
+// closeLockers closes the lockers of the clients that did not crash (a crashed client's
+// locker was closed, or stopped, when it died).
+func closeLockers(clients []*client) error {
 	var errs []error
 	for _, c := range clients {
 		if c.closed {

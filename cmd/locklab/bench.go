@@ -62,11 +62,7 @@ interruption.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if markdown != "" {
-				data, err := os.ReadFile(markdown)
-				if err == nil {
-					_, err = replaceBlock(data, "", markdown, jobsBegin, jobsEnd)
-				}
-				if err != nil {
+				if err := checkBlock(markdown, jobsBegin, jobsEnd); err != nil {
 					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
 				}
 			}
@@ -97,15 +93,8 @@ interruption.`,
 			}
 			fmt.Fprint(cmd.OutOrStdout(), md)
 			if markdown != "" {
-				data, err := os.ReadFile(markdown)
-				if err == nil {
-					data, err = replaceBlock(data, md, markdown, jobsBegin, jobsEnd)
-				}
-				if err == nil {
-					err = os.WriteFile(markdown, data, 0o644)
-				}
-				if err != nil {
-					return &statusError{exitError, fmt.Errorf("update %s: %w", markdown, err)}
+				if err := updateBlock(markdown, md, jobsBegin, jobsEnd); err != nil {
+					return &statusError{exitError, err}
 				}
 			}
 			return nil

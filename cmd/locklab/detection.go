@@ -59,11 +59,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 			}
 			begin, end := "<!-- "+marker+":begin -->", "<!-- "+marker+":end -->"
 			if markdown != "" {
-				data, err := os.ReadFile(markdown)
-				if err != nil {
-					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
-				}
-				if _, err := replaceBlock(data, "", markdown, begin, end); err != nil {
+				if err := checkBlock(markdown, begin, end); err != nil {
 					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
 				}
 			}
@@ -122,15 +118,8 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 				return &statusError{exitError, fmt.Errorf("interrupted: %w", context.Canceled)}
 			}
 			if markdown != "" {
-				data, err := os.ReadFile(markdown)
-				if err == nil {
-					data, err = replaceBlock(data, md, markdown, begin, end)
-				}
-				if err == nil {
-					err = os.WriteFile(markdown, data, 0o644)
-				}
-				if err != nil {
-					return &statusError{exitError, fmt.Errorf("update %s: %w", markdown, err)}
+				if err := updateBlock(markdown, md, begin, end); err != nil {
+					return &statusError{exitError, err}
 				}
 			}
 			var missed []string

@@ -247,6 +247,31 @@ func replaceMatrixBlock(doc []byte, block, name string) ([]byte, error) {
 	return replaceBlock(doc, block, name, matrixBegin, matrixEnd)
 }
 
+// checkBlock reports whether the Markdown file path has the marker lines, before a long
+// run that would write between them.
+func checkBlock(path, beginMarker, endMarker string) error {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		_, err = replaceBlock(data, "", path, beginMarker, endMarker)
+	}
+	return err
+}
+
+// updateBlock puts block between the marker lines of the Markdown file path.
+func updateBlock(path, block, beginMarker, endMarker string) error {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		data, err = replaceBlock(data, block, path, beginMarker, endMarker)
+	}
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("update %s: %w", path, err)
+	}
+	return nil
+}
+
 // replaceBlock replaces what lies between the line beginMarker and the line endMarker of
 // doc (named name in errors) with block; the marker lines stay.
 func replaceBlock(doc []byte, block, name, beginMarker, endMarker string) ([]byte, error) {
