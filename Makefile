@@ -20,8 +20,11 @@ node-deps: clients/node/node_modules/.package-lock.json
 clients/node/node_modules/.package-lock.json: clients/node/package.json clients/node/package-lock.json
 	npm ci --prefix clients/node --no-audit --no-fund
 
+# locklab, and locklab-lockserve: the in-process locks as subprocess clients (the
+# *-process implementations, for stop-the-world pauses).
 build:
 	$(GO) build -o $(BIN) ./cmd/locklab
+	$(GO) build -o bin/locklab-lockserve ./cmd/locklab-lockserve
 
 # Kleppmann's pause on the textbook lock (with an INCR fence), with fencing off and full.
 # Exit status 1 means "violation found", which is what the demo shows; 2 or more is an error.
@@ -29,7 +32,7 @@ demo: apt-deps build
 	@$(BIN) demo pause-past-ttl --out $(OUT)/demo; \
 	  s=$$?; if [ $$s -gt 1 ]; then exit $$s; fi
 
-test: deps
+test: deps build
 	$(GO) test -race -timeout 20m ./...
 
 vet:

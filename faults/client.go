@@ -5,10 +5,10 @@ func clientKinds() []KindInfo {
 	return []KindInfo{
 		{
 			Name:        "client-pause",
-			Description: "the target client stalls for the duration when it next reaches the point (a GC pause); default point before-write, after its validity check",
+			Description: "the target client stalls for the duration when it next reaches the point (a GC pause); default point before-write, after its validity check. mode process stops the world: the client's whole process (a subprocess client), renewal threads included",
 			Targets:     "client:N or any",
 			Points:      true,
-			build:       func(s Spec) (Fault, error) { return &clientGate{spec: s, crash: false}, nil },
+			build:       func(s Spec) (Fault, error) { return newClientGate(s, false) },
 			ownWindow:   true,
 		},
 		{
@@ -16,7 +16,7 @@ func clientKinds() []KindInfo {
 			Description: "the target client stops for good when it next reaches the point, holding whatever it holds (points include a lock implementation's steps, e.g. acquire:after-setnx)",
 			Targets:     "client:N or any",
 			Points:      true,
-			build:       func(s Spec) (Fault, error) { return &clientGate{spec: s, crash: true}, nil },
+			build:       func(s Spec) (Fault, error) { return newClientGate(s, true) },
 			ownWindow:   true,
 		},
 		{

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/locklab/locklab/histories"
@@ -19,6 +20,38 @@ type Gates struct {
 	rec *histories.Recorder
 	mu  sync.Mutex
 	arm []*gate
+	// procs are the clients that run as processes of their own (nil for in-process
+	// clients), for stop-the-world pauses; set by SetProcesses before the run starts.
+	procs []ClientProcess
+}
+
+// ClientProcess is a lock client that runs as a process of its own (a subprocess
+// client): a stop-the-world pause stops all of it, its renewal threads included.
+type ClientProcess interface {
+	// Signal sends sig to the client's process group; SIGSTOP returns once it stopped.
+	Signal(sig syscall.Signal) error
+}
+
+// SetProcesses tells the gates which clients run as processes (procs[i] nil: in-process).
+func (g *Gates) SetProcesses(procs []ClientProcess) {
+	g.mu.Lock()
+	g.procs = procs
+	g.mu.Unlock()
+}
+
+func (g *Gates) knowsProcesses() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.procs != nil
+}
+
+func (g *Gates) process(client int) ClientProcess {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if client < 0 || client >= len(g.procs) {
+		return nil
+	}
+	return g.procs[client]
 }
 
 type gate struct {
@@ -26,6 +59,7 @@ type gate struct {
 	point   string
 	crash   bool
 	stall   time.Duration
+	world   bool                  // stop the world: the client's whole process stops for the stall
 	trigger func(context.Context) // set: the gate starts a fault instead of acting itself
 	fired   bool
 }
@@ -68,12 +102,43 @@ func (g *Gates) Reach(ctx context.Context, client int, point string) error {
 		if h.trigger != nil {
 			continue
 		}
+		if h.world {
+			if err := g.stopTheWorld(ctx, client, target, point, h.stall); err != nil {
+				return err
+			}
+			continue
+		}
 		w := g.rec.FaultStart("client-pause", target, fmt.Sprintf("%s at %s", h.stall, point))
 		sleep(ctx, h.stall)
 		g.rec.FaultEnd(w)
 	}
 	return nil
 }
+
+// stopTheWorld stops client's whole process group (SIGSTOP) for stall, as a long GC pause
+// stops every thread of a process, then continues it. The caller stalls meanwhile.
+func (g *Gates) stopTheWorld(ctx context.Context, client int, target, point string, stall time.Duration) error {
+	p := g.process(client)
+	if p == nil {
+		return fmt.Errorf("client-pause mode %s at %s: client %d does not run as a process of its own", PauseProcess, point, client)
+	}
+	w := g.rec.FaultStart("client-pause", target, fmt.Sprintf("%s at %s, whole process stopped", stall, point))
+	defer g.rec.FaultEnd(w)
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("client-pause mode %s: stop client %d: %w", PauseProcess, client, err)
+	}
+	sleep(ctx, stall)
+	if err := p.Signal(syscall.SIGCONT); err != nil {
+		return fmt.Errorf("client-pause mode %s: continue client %d: %w", PauseProcess, client, err)
+	}
+	return nil
+}
+
+// Modes of client-pause.
+const (
+	PauseClient  = "client"  // the default: the client's own steps stall; its other threads (renewals) go on
+	PauseProcess = "process" // stop the world: the client's whole process stops (subprocess clients)
+)
 
 // addTrigger arms a gate that calls fire (once) when client reaches point.
 func (g *Gates) addTrigger(client int, point string, fire func(context.Context)) {
@@ -111,12 +176,30 @@ type clientGate struct {
 	crash bool
 }
 
+func newClientGate(s Spec, crash bool) (Fault, error) {
+	switch {
+	case crash && s.Mode != "":
+		return nil, fmt.Errorf("client-crash has no mode, got %q", s.Mode)
+	case !crash && s.Mode != "" && s.Mode != PauseClient && s.Mode != PauseProcess:
+		return nil, fmt.Errorf("client-pause mode %q: want %s (the default) or %s", s.Mode, PauseClient, PauseProcess)
+	}
+	return &clientGate{spec: s, crash: crash}, nil
+}
+
 func (c *clientGate) Available(env *Env) error {
 	if env.Gates == nil {
 		return fmt.Errorf("no client gates in this run")
 	}
-	_, err := parseClientTarget(c.spec.Target, env.Clients)
-	return err
+	client, err := parseClientTarget(c.spec.Target, env.Clients)
+	if err != nil || c.spec.Mode != PauseProcess || !env.Gates.knowsProcesses() {
+		return err // which clients run as processes is known once their lockers are built
+	}
+	for i := range env.Clients {
+		if (client == -1 || client == i) && env.Gates.process(i) == nil {
+			return fmt.Errorf("client-pause mode %s: client %d does not run as a process of its own; use a subprocess client (e.g. watchdog-process)", PauseProcess, i)
+		}
+	}
+	return nil
 }
 
 func (c *clientGate) Inject(_ context.Context, env *Env) error {
@@ -128,7 +211,7 @@ func (c *clientGate) Inject(_ context.Context, env *Env) error {
 	if point == "" {
 		point = workload.BeforeWrite
 	}
-	env.Gates.add(&gate{client: client, point: point, crash: c.crash, stall: c.spec.Duration})
+	env.Gates.add(&gate{client: client, point: point, crash: c.crash, stall: c.spec.Duration, world: c.spec.Mode == PauseProcess})
 	return nil
 }
 

@@ -3,6 +3,7 @@ package lockimpl
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -25,6 +26,9 @@ type Config struct {
 	Clock   Clock         // nil → SystemClock{}
 	Step    StepFunc      // nil → no hook
 	Timeout time.Duration // per-command network timeout; 0 → DefaultTimeout
+	// Log receives what a client process writes to its stderr (subprocess clients), for
+	// the run directory; nil: kept only for error messages.
+	Log io.Writer
 }
 
 // WithDefaults fills in the zero fields. Every implementation's constructor starts

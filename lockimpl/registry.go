@@ -14,7 +14,10 @@ type Impl struct {
 	Mutant            bool     // deliberately broken
 	Bug               string   // for mutants: the bug class id from docs/design.md
 	Steps             []string // step names it passes to Config.Step, where client faults can strike
-	New               func(Config) (Locker, error)
+	// NoExtend: its Extend always answers ErrUnsupported without sending anything (a lock
+	// that renews by itself, for one).
+	NoExtend bool
+	New      func(Config) (Locker, error)
 }
 
 // RunsOn reports whether the implementation runs on a topology of kind (cluster's

@@ -8,7 +8,7 @@ import (
 
 // All is a fresh registry of every implementation locklab ships: the correct
 // single-instance locks, the mutants, then the multi-node, renewing, third-party and
-// subprocess locks.
+// subprocess locks, then the renewing locks out of process.
 func All() *lockimpl.Registry {
 	r := lockimpl.NewRegistry()
 	var all []lockimpl.Impl
@@ -17,6 +17,17 @@ func All() *lockimpl.Registry {
 	all = append(all, subprocess.Impls()...)
 	for _, i := range all {
 		if err := r.Register(i); err != nil {
+			panic(err) // a programming error in the lists
+		}
+	}
+	// The renewing locks once more out of process, where a stop-the-world pause reaches
+	// their renewals.
+	for _, name := range []string{"watchdog", "rueidislock"} {
+		impl, err := r.Get(name)
+		if err == nil {
+			err = r.Register(subprocess.OutOfProcess(impl))
+		}
+		if err != nil {
 			panic(err) // a programming error in the lists
 		}
 	}

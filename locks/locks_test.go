@@ -29,6 +29,12 @@ func TestAll(t *testing.T) {
 		{"rueidislock", "", "single", false, false},
 		{"node-ioredis", "", "single", false, false},
 		{"seed-withlock", "", "single", false, false},
+		{"redis-py", "", "single", false, false},
+		{"node-redlock", "", "nodes", false, false},
+		{"redis-semaphore-mutex", "", "single", false, false},
+		{"redis-semaphore-redlock", "", "nodes", false, false},
+		{"watchdog-process", "", "single", false, false},
+		{"rueidislock-process", "", "single", false, false},
 	}
 	got := locks.All().List()
 	if len(got) != len(want) {

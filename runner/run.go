@@ -227,9 +227,12 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 			}
 		}
 	}
+	logs := clientLogs(opts.Dir, p.Clients)
+	defer closeClientLogs(logs)
 	for i := range lockers {
 		ep, client := eps[i], i
 		l, err := r.Impl.New(lockimpl.Config{
+			Log:       logs[i].writer(),
 			Addrs:     ep.Lock,
 			Sentinels: ep.Sentinels,
 			Master:    ep.Master,
@@ -246,6 +249,13 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		}
 		lockers[i] = l
 	}
+	procs := make([]faults.ClientProcess, len(lockers))
+	for i, l := range lockers {
+		if p, ok := l.(faults.ClientProcess); ok {
+			procs[i] = p
+		}
+	}
+	gates.SetProcesses(procs)
 	sched, err := faults.Start(runCtx, env, r.Faults)
 	if err != nil {
 		closeLockers()

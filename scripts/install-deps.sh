@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what locklab's tests and demo need on a Debian machine: Redis and Node.js from apt.
+# Installs what locklab's tests and demo need on a Debian machine: Redis, Node.js and
+# python3-redis from apt.
 # Idempotent: does nothing when everything is there.
 set -euo pipefail
 
@@ -11,6 +12,8 @@ ls /usr/lib/*/faketime/libfaketime*.so.1 >/dev/null 2>&1 || need+=(libfaketime)
 # The Node.js example client of the subprocess protocol (clients/node).
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+# redis-py's Lock (clients/python), run by Debian's interpreter /usr/bin/python3.
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -1,8 +1,9 @@
-// The locklab side of a Node.js lock client, shared by lock.js and seed-withlock.js: the
-// environment locklab starts a client with, the ioredis connection options it implies,
-// and the loop of the subprocess protocol locklab-lock/1 (docs/subprocess-protocol.md):
-// a hello line, then one JSON request per line on stdin and one JSON answer per line on
-// stdout; logs go to stderr.
+// The locklab side of a Node.js lock client, shared by lock.js, seed-withlock.js,
+// redlock.js and redis-semaphore.js: the environment locklab starts a client with, the
+// ioredis connection options it implies (one server, the primary through Sentinel, or N
+// independent servers), and the loop of the subprocess protocol locklab-lock/1
+// (docs/subprocess-protocol.md): a hello line, then one JSON request per line on stdin
+// and one JSON answer per line on stdout; logs go to stderr.
 //
 // What a client does with Redis, and how its ioredis client retries, is the client's
 // own: it passes its operations and its retry options in.
@@ -85,6 +86,40 @@ function config(base) {
   };
 }
 
+// configNodes reads the environment of a lock over N independent servers (topology
+// "nodes", as Redlock): the timeout, and one set of ioredis options per address of
+// LOCKLAB_ADDRS (at least one), each the client's own options, base(timeout), plus the
+// address. Sentinels are refused: these servers are independent, not one primary.
+function configNodes(base) {
+  const timeout = timeoutMs();
+  if (list("LOCKLAB_SENTINELS").length > 0) {
+    throw new Error("LOCKLAB_SENTINELS given to a client of N independent servers (topology nodes): it does not follow a primary");
+  }
+  const addrs = list("LOCKLAB_ADDRS");
+  if (addrs.length === 0) {
+    throw new Error(`LOCKLAB_ADDRS must name at least one server, got ${JSON.stringify(process.env.LOCKLAB_ADDRS)}`);
+  }
+  const opts = base(timeout);
+  return { timeout, nodes: addrs.map((a) => ({ ...opts, ...parseAddr(a) })) };
+}
+
+// atMostOnce are ioredis options that send each command at most once and fail rather
+// than wait: no retry of a request after a reconnect, no resending of commands in
+// flight when the connection dropped, no queue while disconnected; commandTimeout and
+// connectTimeout are the protocol's timeout. ioredis reconnects in the background, so a
+// later request finds the connection back. A client whose outcomes must be exact (a
+// resent SET NX answers nil for the client's own lock) uses them.
+function atMostOnce(timeout) {
+  return {
+    maxRetriesPerRequest: 0, // null would mean "wait forever"; 0 fails at the first disconnect
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    commandTimeout: timeout,
+    connectTimeout: timeout,
+    retryStrategy: (times) => Math.min(times * 50, 500),
+  };
+}
+
 // answer writes one protocol line on stdout.
 function answer(obj) {
   process.stdout.write(JSON.stringify(obj) + "\n");
@@ -95,9 +130,9 @@ function unknown(id, err) {
   return { id, outcome: "unknown", error: String((err && err.message) || err) };
 }
 
-// handle checks one request line and runs it with ops[req.op](redis, req). An op that
-// throws answers unknown: a timeout, a disconnect, an error reply leave the outcome
-// open.
+// handle checks one request line and runs it with ops[req.op](redis, req) (redis: the
+// client, or the array of clients of a client of N servers). An op that throws answers
+// unknown: a timeout, a disconnect, an error reply leave the outcome open.
 async function handle(redis, ops, line) {
   let req;
   try {
@@ -138,18 +173,32 @@ function ready(redis, ms) {
 //   options  timeout => the client's own ioredis options (retries, timeouts);
 //   ops      { acquire, release[, extend] }: async (redis, req) => answer;
 //   extend   whether the client extends (the hello's "extend");
-//   connect  optional: opts => the ioredis client (default new Redis(opts)).
-async function serve({ name, options, ops, extend, connect }) {
+//   connect  optional: opts => the ioredis client (default new Redis(opts));
+//   nodes    optional: a client of N independent servers (topology "nodes"): one
+//            ioredis client per address of LOCKLAB_ADDRS, and ops get their array;
+//   library  optional: the hello's "library" (default ioredis's name and version).
+async function serve({ name, options, ops, extend, connect, nodes, library }) {
   const log = logger(name);
   try {
-    const { timeout, opts } = config(options);
-    const redis = connect ? connect(opts) : new Redis(opts);
-    redis.on("error", (err) => log("redis:", err.message));
+    const make = (opts) => (connect ? connect(opts) : new Redis(opts));
+    let timeout, redis, clients;
+    if (nodes) {
+      const c = configNodes(options);
+      timeout = c.timeout;
+      redis = clients = c.nodes.map(make);
+    } else {
+      const c = config(options);
+      timeout = c.timeout;
+      redis = make(c.opts);
+      clients = [redis];
+    }
+    clients.forEach((client, i) => client.on("error", (err) => log(nodes ? `redis ${i}:` : "redis:", err.message)));
     // Connecting includes ioredis's handshake under the command timeout; a loaded
     // machine may need more than a short timeout for it, a server that is down will not
-    // answer in any case: wait for the connection a bounded while, at least 5 s.
+    // answer in any case: wait for the connections a bounded while, at least 5 s.
     const wait = Math.max(timeout, 5000);
-    if (!(await ready(redis, wait))) log(`not connected after ${wait} ms; saying hello anyway`);
+    const up = await Promise.all(clients.map((client) => ready(client, wait)));
+    if (!up.every(Boolean)) log(`not connected to every server after ${wait} ms; saying hello anyway`);
 
     const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity, terminal: false });
     // locklab sends one request at a time; the chain keeps answers in order regardless.
@@ -160,15 +209,15 @@ async function serve({ name, options, ops, extend, connect }) {
     rl.on("close", () => {
       // locklab closed stdin: we are done.
       chain.finally(() => {
-        redis.disconnect();
+        clients.forEach((client) => client.disconnect());
         process.exit(0);
       });
     });
-    answer({ hello: PROTOCOL, name, fencing: false, extend, library: `ioredis@${require("ioredis/package.json").version}` });
+    answer({ hello: PROTOCOL, name, fencing: false, extend, library: library || `ioredis@${require("ioredis/package.json").version}` });
   } catch (err) {
     log("fatal:", (err && err.stack) || err);
     process.exit(1);
   }
 }
 
-module.exports = { PROTOCOL, logger, parseAddr, list, timeoutMs, config, answer, unknown, handle, ready, serve };
+module.exports = { PROTOCOL, logger, parseAddr, list, timeoutMs, config, configNodes, atMostOnce, answer, unknown, handle, ready, serve };

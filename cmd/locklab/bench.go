@@ -13,7 +13,6 @@ import (
 
 	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/jobsbench"
-	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/report"
 )
 
@@ -66,7 +65,11 @@ interruption.`,
 					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
 				}
 			}
-			o.Registry = locks.All()
+			reg, err := registryFor(cmd)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
+			o.Registry = reg
 			if _, err := o.Registry.Get(o.Impl); err != nil {
 				return &statusError{exitError, fmt.Errorf("flag --impl: %w", err)}
 			}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/linearizability"
-	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/report"
 )
 
@@ -55,7 +54,10 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
   locklab campaign merge --out out/all out/shard0 out/shard1 out/shard2 out/shard3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg := locks.All()
+			reg, err := registryFor(cmd)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
 			fs := cmd.Flags()
 			o.Registry = reg
 			o.Space = campaign.Space{Impls: campaignTrim(impls), Faults: campaignTrim(faultKinds), Fencings: campaignTrim(fencing), MaxFaults: maxFaults, Calm: calm}

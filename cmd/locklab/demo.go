@@ -11,7 +11,6 @@ import (
 
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
-	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
@@ -35,7 +34,10 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 		Example: "  locklab demo pause-past-ttl\n  locklab demo clock-jump --fencing off,writes,full",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg := locks.All()
+			reg, err := registryFor(cmd)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
 			if len(args) == 0 {
 				return listScenarios(cmd, reg)
 			}

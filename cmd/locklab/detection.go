@@ -16,7 +16,6 @@ import (
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
 	"github.com/locklab/locklab/internal/jsonfile"
-	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/report"
 )
 
@@ -69,7 +68,10 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 				}
 				o.Classes = append(o.Classes, c)
 			}
-			reg := locks.All()
+			reg, err := registryFor(cmd)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
 			for _, name := range trimAll(impls) {
 				impl, err := reg.Get(name)
 				if err == nil && impl.Mutant {
@@ -80,6 +82,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 				}
 				o.Impls = append(o.Impls, name)
 			}
+			o.Registry = reg
 			if seeds == 0 && claimed == 0 {
 				return &statusError{exitError, errors.New("flags --seeds 0 and --claimed-pairs 0: nothing to measure")}
 			}

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/locklab/locklab/faults"
-	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -17,7 +16,10 @@ func newListCmd() *cobra.Command {
 		Short: "List lock implementations, fault kinds and catalog scenarios",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg := locks.All()
+			reg, err := registryFor(cmd)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "IMPLEMENTATION\tFENCES\tTOPOLOGY\tKIND\tDESCRIPTION")
 			for _, i := range reg.List() {

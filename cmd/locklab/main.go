@@ -83,5 +83,6 @@ func newRoot() *cobra.Command {
 	}
 	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newListCmd(), newMatrixCmd(), newExportCmd())
 	root.AddCommand(newCampaignCmd(), newReplayCmd(), newDetectionCmd(), newBenchCmd())
+	addImplFlags(root)
 	return root
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
 )
@@ -75,10 +74,14 @@ finished are written, marked incomplete, and FILE is left alone).`,
 					return &statusError{exitError, fmt.Errorf("flag --%s: want at least 1 %s, got %d", c.flag, c.what, c.v)}
 				}
 			}
+			reg, err := registryFor(cmd)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
 			stderr := cmd.ErrOrStderr()
 			progress := newProgress(stderr)
 			opts := matrix.Options{
-				Registry: locks.All(), Impls: trimAll(impls), Scenarios: trimAll(scenarios), Fencings: trimAll(fencings),
+				Registry: reg, Impls: trimAll(impls), Scenarios: trimAll(scenarios), Fencings: trimAll(fencings),
 				Repeat: repeat, Nodes: nodes, Parallel: parallel, Out: out, CheckTimeout: checkTimeout,
 				Command: commandLine(cmd), Progress: progress.event,
 			}

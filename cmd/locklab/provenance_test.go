@@ -34,43 +34,6 @@ func parseCommandLine(line string) error {
 	return cmd.ValidateArgs(cmd.Flags().Args())
 }
 
-func shellWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	in, quoted := false, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quoted && c == '\'':
-			quoted = false
-		case quoted:
-			cur.WriteByte(c)
-		case c == '\'':
-			quoted, in = true, true
-		case c == ' ' || c == '\t':
-			if in {
-				words = append(words, cur.String())
-				cur.Reset()
-				in = false
-			}
-		case c == '\\' && i+1 < len(s):
-			i++
-			cur.WriteByte(s[i])
-			in = true
-		default:
-			cur.WriteByte(c)
-			in = true
-		}
-	}
-	if quoted {
-		return nil, fmt.Errorf("unterminated quote in %q", s)
-	}
-	if in {
-		words = append(words, cur.String())
-	}
-	return words, nil
-}
-
 // TestCommandLineReparses: the command line a matrix or a detection run records (and
 // prints into docs/matrix.md and BENCHMARKS.md) parses again with the same flags.
 func TestCommandLineReparses(t *testing.T) {

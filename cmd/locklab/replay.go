@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/locklab/locklab/linearizability"
-	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/runner"
 )
@@ -40,7 +39,10 @@ Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 			if st, err := os.Stat(path); err == nil && st.IsDir() {
 				path = filepath.Join(path, runner.PlanFile)
 			}
-			reg := locks.All()
+			reg, err := registryFor(cmd)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
 			p, err := plan.Read(path, reg)
 			if err != nil {
 				return &statusError{exitError, err}

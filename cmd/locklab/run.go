@@ -16,7 +16,6 @@ import (
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
-	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/runner"
 )
@@ -48,7 +47,10 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
   locklab run --plan my-plan.json --out runs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg := locks.All()
+			reg, err := registryFor(cmd)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
 			base, source, err := basePlan(planFile, scenario, reg)
 			if err != nil {
 				return &statusError{exitError, err}

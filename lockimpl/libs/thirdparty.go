@@ -35,6 +35,7 @@ func Impls() []lockimpl.Impl {
 			Description: "github.com/redis/rueidis/rueidislock " + rueidisVersion + " (majority of 3 keys on one server, client-side caching, renews by itself)",
 			Topology:    "single",
 			Steps:       []string{lockimpl.StepGranted},
+			NoExtend:    true,
 			New:         newRueidisLock,
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -88,24 +89,37 @@ func Subprocess(name, description string, argv []string, fencing bool) lockimpl.
 
 // subprocessImpl is Subprocess with a command found when a Locker is built.
 func subprocessImpl(name, description string, fencing bool, command func() ([]string, error)) lockimpl.Impl {
+	return subprocessOn(topologySingle, name, description, fencing, command)
+}
+
+// Topologies a subprocess client runs on (lockimpl.Impl.Topology).
+const (
+	topologySingle = "single" // one server (or the primary through Sentinel): exactly one address
+	topologyNodes  = "nodes"  // N independent servers (Redlock): every address, no Sentinels
+)
+
+// subprocessOn is subprocessImpl on topology.
+func subprocessOn(topology, name, description string, fencing bool, command func() ([]string, error)) lockimpl.Impl {
 	return lockimpl.Impl{
 		Name:        name,
 		Description: description,
 		Fencing:     fencing,
-		Topology:    "single",
+		Topology:    topology,
 		Steps:       []string{lockimpl.StepGranted},
 		New: func(cfg lockimpl.Config) (lockimpl.Locker, error) {
 			argv, err := command()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			return newSubprocessLocker(name, argv, fencing, cfg)
+			return newSubprocessLocker(name, argv, topology, fencing, cfg)
 		},
 	}
 }
 
-// Impls lists the subprocess clients locklab ships, the Node.js clients of clients/node:
-// the example client, and the withLock of a blog post run with ioredis's defaults.
+// Impls lists the subprocess clients locklab ships: the Node.js clients of clients/node
+// (the example client, the withLock of a blog post run with ioredis's defaults, and the
+// npm lock libraries redlock and redis-semaphore, see nodelibs.go) and redis-py's Lock
+// (clients/python).
 func Impls() []lockimpl.Impl {
 	return []lockimpl.Impl{
 		subprocessImpl("node-ioredis",
@@ -114,6 +128,18 @@ func Impls() []lockimpl.Impl {
 		subprocessImpl("seed-withlock",
 			"the withLock of a widely read blog post's Node.js job queue (SET lock:<key> NX PX, Lua release, no extend) on ioredis's defaults: commands retried, queued and resent after a reconnect",
 			false, nodeClientCommand("seed-withlock.js")),
+		subprocessImpl("redis-py",
+			"redis-py 4.3.4's Lock (Debian's python3-redis) in Python: SET NX PX with a uuid1 token, Lua release and extend, each command sent once",
+			false, pythonClientCommand(pythonMain)),
+		subprocessOn(topologyNodes, "node-redlock",
+			"npm redlock "+nodeRedlockVersion+" (Redlock over N independent servers, ioredis clients), one try per acquire, no automatic extension",
+			false, nodeLibraryCommand("redlock.js", "redlock")),
+		subprocessImpl("redis-semaphore-mutex",
+			"npm redis-semaphore "+redisSemaphoreVersion+" Mutex (single instance, SET NX PX, refreshes itself every 0.8 ttl), one try per acquire",
+			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "mutex")),
+		subprocessOn(topologyNodes, "redis-semaphore-redlock",
+			"npm redis-semaphore "+redisSemaphoreVersion+" RedlockMutex (Redlock over N independent servers, refreshes itself every 0.8 ttl), one try per acquire",
+			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "redlock")),
 	}
 }
 
@@ -126,6 +152,7 @@ type subprocessLocker struct {
 	clock   lockimpl.Clock
 	step    lockimpl.StepFunc
 	timeout time.Duration
+	log     io.Writer // the client's stderr also goes here; nil: nowhere
 
 	ops    sync.Mutex // one request at a time, held for the whole exchange
 	nextID int64      // under ops
@@ -144,15 +171,15 @@ var (
 
 // newSubprocessLocker checks cfg and starts the first client, so that a client that
 // cannot start fails New with its reason.
-func newSubprocessLocker(name string, argv []string, fencing bool, cfg lockimpl.Config) (*subprocessLocker, error) {
+func newSubprocessLocker(name string, argv []string, topology string, fencing bool, cfg lockimpl.Config) (*subprocessLocker, error) {
 	cfg = cfg.WithDefaults()
-	env, err := subprocessEnv(cfg)
+	env, err := subprocessEnv(cfg, topology)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	l := &subprocessLocker{
 		name: name, argv: argv, env: env, fencing: fencing,
-		clock: cfg.Clock, step: cfg.Step, timeout: cfg.Timeout,
+		clock: cfg.Clock, step: cfg.Step, timeout: cfg.Timeout, log: cfg.Log,
 	}
 	p, h, err := l.start(context.Background())
 	if err != nil {
@@ -163,12 +190,18 @@ func newSubprocessLocker(name string, argv []string, fencing bool, cfg lockimpl.
 }
 
 // subprocessEnv is the client's environment: ours plus where its servers are.
-func subprocessEnv(cfg lockimpl.Config) ([]string, error) {
-	if len(cfg.Sentinels) == 0 {
+func subprocessEnv(cfg lockimpl.Config, topology string) ([]string, error) {
+	switch {
+	case topology == topologyNodes && len(cfg.Addrs) == 0:
+		return nil, errors.New("needs at least one node address")
+	case topology == topologyNodes && len(cfg.Sentinels) > 0:
+		return nil, errors.New("a lock over N independent nodes does not follow a primary through Sentinels")
+	case topology == topologyNodes:
+	case len(cfg.Sentinels) == 0:
 		if _, err := cfg.SingleAddr(); err != nil {
 			return nil, err
 		}
-	} else if cfg.Master == "" {
+	case cfg.Master == "":
 		return nil, errors.New("sentinels given without the master name they monitor")
 	}
 	ms := max(1, cfg.Timeout.Milliseconds())
@@ -502,7 +535,7 @@ func (l *subprocessLocker) broke(p *clientProc, cause error) error {
 
 // start runs the client and waits for its hello.
 func (l *subprocessLocker) start(ctx context.Context) (*clientProc, subprocessHello, error) {
-	p, err := spawnClient(l.argv, l.env)
+	p, err := spawnClient(l.argv, l.env, l.log)
 	if err != nil {
 		return nil, subprocessHello{}, err
 	}
@@ -517,39 +550,46 @@ func (l *subprocessLocker) start(ctx context.Context) (*clientProc, subprocessHe
 
 // awaitHello reads and checks the client's first line.
 func (l *subprocessLocker) awaitHello(ctx context.Context, p *clientProc) (subprocessHello, error) {
-	wait := l.timeout + helloMargin
+	h, line, err := readHello(ctx, p, l.timeout+helloMargin)
+	if err == nil && *h.Fencing != l.fencing {
+		err = fmt.Errorf("hello line %s: client says fencing %v, the implementation is registered with fencing %v",
+			quoteLine(line), *h.Fencing, l.fencing)
+	}
+	return h, err
+}
+
+// readHello waits up to wait for p's first line and checks that it is a hello of our
+// protocol that says whether the client fences.
+func readHello(ctx context.Context, p *clientProc, wait time.Duration) (subprocessHello, []byte, error) {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	var r lineResult
 	select {
 	case got, ok := <-p.lines:
 		if !ok {
-			return subprocessHello{}, errors.New("exited before its hello line")
+			return subprocessHello{}, nil, errors.New("exited before its hello line")
 		}
 		r = got
 	case <-timer.C:
-		return subprocessHello{}, fmt.Errorf("no hello line within %s", wait)
+		return subprocessHello{}, nil, fmt.Errorf("no hello line within %s", wait)
 	case <-ctx.Done():
-		return subprocessHello{}, fmt.Errorf("waiting for the hello line: %w", ctx.Err())
+		return subprocessHello{}, nil, fmt.Errorf("waiting for the hello line: %w", ctx.Err())
 	}
 	if r.err != nil {
-		return subprocessHello{}, fmt.Errorf("read hello line: %w", r.err)
+		return subprocessHello{}, nil, fmt.Errorf("read hello line: %w", r.err)
 	}
 	var h subprocessHello
 	if err := json.Unmarshal(r.line, &h); err != nil || h.Hello == nil {
-		return h, fmt.Errorf("malformed hello line %s: want %s", quoteLine(r.line),
+		return h, r.line, fmt.Errorf("malformed hello line %s: want %s", quoteLine(r.line),
 			`{"hello":"`+SubprocessProtocol+`","name":"...","fencing":false}`)
 	}
 	switch {
 	case *h.Hello != SubprocessProtocol:
-		return h, fmt.Errorf("hello line %s: client speaks %q, locklab speaks %q", quoteLine(r.line), *h.Hello, SubprocessProtocol)
+		return h, r.line, fmt.Errorf("hello line %s: client speaks %q, locklab speaks %q", quoteLine(r.line), *h.Hello, SubprocessProtocol)
 	case h.Fencing == nil:
-		return h, fmt.Errorf("hello line %s: no \"fencing\" field", quoteLine(r.line))
-	case *h.Fencing != l.fencing:
-		return h, fmt.Errorf("hello line %s: client says fencing %v, the implementation is registered with fencing %v",
-			quoteLine(r.line), *h.Fencing, l.fencing)
+		return h, r.line, fmt.Errorf("hello line %s: no \"fencing\" field", quoteLine(r.line))
 	}
-	return h, nil
+	return h, r.line, nil
 }
 
 // subprocessHello is a client's first line.
@@ -666,7 +706,7 @@ type lineResult struct {
 // locklab is SIGKILLed. Linux sends Pdeathsig when the *thread* that forked the child
 // ends, so the child is forked from a goroutine locked to its thread for the child's
 // whole life: it then waits for the child, and only after the reap does the thread end.
-func spawnClient(argv []string, env []string) (*clientProc, error) {
+func spawnClient(argv []string, env []string, log io.Writer) (*clientProc, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start client: %w", err)
@@ -687,6 +727,9 @@ func spawnClient(argv []string, env []string) (*clientProc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
+	if log != nil {
+		cmd.Stderr = teeWriter{p.stderr, log}
+	}
 	// Something the client left running in its group may hold stderr open; Wait then
 	// stops copying it after this long rather than never returning.
 	cmd.WaitDelay = closeGrace
@@ -790,6 +833,18 @@ func (p *clientProc) exitNote() string {
 	return "; the client ended: " + p.waitErr.Error()
 }
 
+// teeWriter writes to keep and to log; a log that fails to write never stops the
+// client's stderr (nor what is kept of it for error messages).
+type teeWriter struct {
+	keep io.Writer
+	log  io.Writer
+}
+
+func (t teeWriter) Write(b []byte) (int, error) {
+	_, _ = t.log.Write(b)
+	return t.keep.Write(b)
+}
+
 // tailBuffer keeps the last max bytes written to it: the client's stderr.
 type tailBuffer struct {
 	mu  sync.Mutex
@@ -858,16 +913,23 @@ func nodeCommand(file string) ([]string, error) {
 // working directory or a parent of it (a checkout), else next to the executable
 // (bin/../clients).
 func findNodeClient(file string) (string, error) {
-	rel := "clients/node/" + file
-	if env := os.Getenv(EnvNodeClient); env != "" {
+	return findClient("Node.js", "clients/node", nodeMain, EnvNodeClient, file)
+}
+
+// findClient finds file of the lang clients in folder (clients/node, clients/python):
+// through $envVar (the folder, or its main file, beside which the others are), else
+// folder/file in the working directory or a parent of it, else next to the executable.
+func findClient(lang, folder, mainFile, envVar, file string) (string, error) {
+	rel := folder + "/" + file
+	if env := os.Getenv(envVar); env != "" {
 		path := env
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 			path = filepath.Join(path, file)
-		} else if file != nodeMain {
-			path = filepath.Join(filepath.Dir(path), file) // beside lock.js
+		} else if file != mainFile {
+			path = filepath.Join(filepath.Dir(path), file) // beside the main file
 		}
 		if _, err := os.Stat(path); err != nil {
-			return "", fmt.Errorf("$%s=%s: no Node.js client %s there: %v", EnvNodeClient, env, file, err)
+			return "", fmt.Errorf("$%s=%s: no %s client %s there: %v", envVar, env, lang, file, err)
 		}
 		return filepath.Abs(path)
 	}
@@ -891,8 +953,8 @@ func findNodeClient(file string) (string, error) {
 		}
 		looked = append(looked, filepath.Clean(filepath.Join(filepath.Dir(exe), "..")))
 	}
-	return "", fmt.Errorf("the Node.js client %s was not found (looked in %s); run locklab from its checkout or set %s to the folder of the Node.js clients",
-		rel, strings.Join(looked, ", "), EnvNodeClient)
+	return "", fmt.Errorf("the %s client %s was not found (looked in %s); run locklab from its checkout or set %s to the folder of the %s clients",
+		lang, rel, strings.Join(looked, ", "), envVar, lang)
 }
 
 // nodeModuleInstalled reports whether Node's resolution from dir finds module: a

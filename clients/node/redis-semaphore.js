@@ -1,0 +1,243 @@
+#!/usr/bin/env node
+// redis-semaphore 5.8.0's mutexes, driven by locklab over the subprocess protocol
+// locklab-lock/1 (docs/subprocess-protocol.md; loop and environment in protocol.js).
+// One argument picks the variant:
+//
+//   mutex    Mutex(client, key, options): one server (topology single; through
+//            Sentinel on the replicated topology). locklab: redis-semaphore-mutex.
+//   redlock  RedlockMutex(clients, key, options): N independent servers (topology
+//            nodes). locklab: redis-semaphore-redlock.
+//
+// The library is called as its README shows, with refresh on as by default:
+//
+//   acquire  new Mutex(..., key, { lockTimeout: ttl, acquireAttemptsLimit: 1,
+//            onLockLost }).tryAcquire(): SET mutex:<key> <randomUUID> PX ttl NX (on
+//            every server for RedlockMutex, granted on Math.round((N+1)/2)). The token
+//            is the mutex's identifier. Once acquired the mutex refreshes itself every
+//            refreshInterval (default 0.8 * lockTimeout) with a compare-and-PEXPIRE
+//            script until release; a refresh that finds the key gone (on a quorum)
+//            calls onLockLost and stops.
+//   release  mutex.release(): stops the refresh, then a compare-and-delete script on
+//            every server (nothing when the mutex already lost the lock).
+//   extend   the README's "dynamically adjusting existing lock": a new mutex with
+//            { identifier: token, acquiredExternally: true, lockTimeout: ttl } whose
+//            tryAcquire() runs the refresh script with the new ttl and, on success,
+//            refreshes from then on; the old mutex's refresh is stopped
+//            (stopRefresh()). A token this process does not hold (its predecessor took
+//            it) is released the same way, as the README's scheduler/handler example.
+//
+// What the library does not say, and how this client still answers honestly: the
+// library's own result is a boolean for tryAcquire, nothing for release, and a loss
+// callback. Mutex lets command errors through (a rejection). RedlockMutex catches every
+// command error and counts it as a "no"; its release ignores every reply. So each mutex
+// gets its ioredis clients through a watch (a Proxy that forwards every call unchanged
+// and notes the replies and errors of set/eval/evalsha, leaving out NOSCRIPT, which the
+// library answers by sending the script). With locklab sending one request at a time,
+// the commands a mutex issued during a request are that request's:
+//
+//   acquire  true -> ok; false with every command answered -> fail (the servers held
+//            the key; RedlockMutex deleted what it got); false after an error, or a
+//            rejection -> unknown.
+//   release  the mutex had lost the lock (onLockLost) -> fail when that loss was a
+//            definite answer (Mutex: the refresh script said 0; RedlockMutex: no
+//            command of the lock failed in the background), else unknown. Otherwise
+//            by the delete script's replies: deleted on a quorum -> ok; too few could
+//            have deleted even if every failed command had -> fail; else (or a
+//            rejection) -> unknown.
+//   extend   true -> ok; false with every command answered -> fail (RedlockMutex then
+//            deleted the key everywhere); otherwise unknown.
+//
+// Two defaults of the library would end the process: onLockLost's default throws, and
+// Mutex's refresh lets a command error reject inside a timer; in Node >= 15 either is an
+// unhandled rejection, which exits the process. onLockLost is set (the README's usage),
+// and this client logs unhandled rejections instead of dying, as a service that
+// installs a handler would; the refresh goes on at its next interval.
+//
+// ioredis sends each command at most once (protocol.atMostOnce): a resent SET NX would
+// answer nil for the client's own lock.
+"use strict";
+
+const { Mutex, RedlockMutex } = require("redis-semaphore");
+const protocol = require("./protocol");
+
+const VARIANTS = {
+  mutex: { name: "redis-semaphore-mutex", nodes: false, Lock: Mutex },
+  redlock: { name: "redis-semaphore-redlock", nodes: true, Lock: RedlockMutex },
+};
+
+const variant = VARIANTS[process.argv[2]];
+if (!variant) {
+  console.error(`usage: redis-semaphore.js ${Object.keys(VARIANTS).join("|")}`);
+  process.exit(2);
+}
+
+const LIBRARY = `redis-semaphore@${require("redis-semaphore/package.json").version} (ioredis@${require("ioredis/package.json").version})`;
+const log = protocol.logger(variant.name);
+
+process.on("unhandledRejection", (err) => log("unhandled rejection (the library's refresh):", (err && err.message) || err));
+
+// The commands whose replies the watch notes: SET NX (acquire) and the scripts.
+const WATCHED = new Set(["set", "eval", "evalsha"]);
+
+// holder is one mutex and what its commands answered.
+class Holder {
+  // clients: the one client (Mutex) or the array (RedlockMutex) protocol.serve made.
+  constructor(clients, key, options) {
+    clients = Array.isArray(clients) ? clients : [clients];
+    this.key = key;
+    this.n = clients.length;
+    this.op = null; // the counters of the request in progress, null between requests
+    this.background = 0; // errors of commands issued between requests (the refresh's)
+    this.lost = null; // set by onLockLost: { definite }
+    this.mutex = new variant.Lock(this.target(clients.map((c) => this.watch(c))), key, {
+      ...options,
+      onLockLost: (err) => this.onLost(err),
+    });
+  }
+
+  // target is what the library's constructor takes: one client or the array.
+  target(clients) {
+    return variant.nodes ? clients : clients[0];
+  }
+
+  // watch is client with the replies of WATCHED commands noted in the counters of the
+  // request that issued them.
+  watch(client) {
+    return new Proxy(client, {
+      get: (c, prop) => {
+        const v = Reflect.get(c, prop, c);
+        if (typeof v !== "function" || !WATCHED.has(prop)) return v;
+        return (...args) => {
+          const op = this.op; // the request that issues it, when it settles later
+          const failed = (err) => {
+            if (String((err && err.message) || err).startsWith("NOSCRIPT")) return; // answered by EVAL
+            if (op) op.errors.push(err);
+            else this.background++;
+          };
+          let p;
+          try {
+            p = v.apply(c, args);
+          } catch (err) {
+            failed(err);
+            throw err;
+          }
+          return Promise.resolve(p).then(
+            (reply) => {
+              if (op && prop !== "set" && +reply === 1) op.ones++;
+              return reply;
+            },
+            (err) => {
+              failed(err);
+              throw err;
+            },
+          );
+        };
+      },
+    });
+  }
+
+  onLost(err) {
+    // Mutex loses a lock only on the refresh script's 0; RedlockMutex also after errors.
+    const definite = !variant.nodes || this.background === 0;
+    this.lost = { definite };
+    log(`${err.message} (${definite ? "definite" : "after command errors"})`);
+  }
+
+  // run calls f with this holder's commands counted: { value | error, errors, ones }.
+  async run(f) {
+    const op = { errors: [], ones: 0 };
+    this.op = op;
+    try {
+      op.value = await f(this.mutex);
+    } catch (error) {
+      op.error = error;
+    } finally {
+      this.op = null;
+      this.background = 0; // a loss after this request is judged on what follows it
+    }
+    return op;
+  }
+
+  get quorum() {
+    return Math.round((this.n + 1) / 2); // the library's getQuorum
+  }
+}
+
+// held maps a token to the holder of its mutex, while this process holds it.
+const held = new Map();
+
+function errorText(op) {
+  const msgs = op.errors.map((e) => (e && e.message) || String(e));
+  if (op.error) msgs.unshift((op.error && op.error.message) || String(op.error));
+  return msgs.join("; ");
+}
+
+async function acquire(clients, req) {
+  const h = new Holder(clients, req.key, { lockTimeout: req.ttl_ms, acquireAttemptsLimit: 1 });
+  const start = performance.now(); // before the send: validity never overstates the grant
+  const op = await h.run((m) => m.tryAcquire());
+  const elapsed = performance.now() - start;
+  if (op.error) return protocol.unknown(req.id, errorText(op));
+  if (op.value === true) {
+    const token = h.mutex.identifier;
+    held.set(token, h);
+    return { id: req.id, outcome: "ok", token, fence: 0, validity_ms: Math.max(0, Math.floor(req.ttl_ms - elapsed)) };
+  }
+  if (op.errors.length > 0) return protocol.unknown(req.id, `not acquired after command errors: ${errorText(op)}`);
+  return { id: req.id, outcome: "fail", error: "lock is held (tryAcquire returned false)" };
+}
+
+// holderOf is the holder of token for key, or a mutex that takes the lock over as
+// acquired elsewhere (the library's acquiredExternally) with ttl.
+function holderOf(clients, req, ttl) {
+  const h = held.get(req.token);
+  if (h && h.key === req.key) return h;
+  return new Holder(clients, req.key, { identifier: req.token, acquiredExternally: true, lockTimeout: ttl || 10000 });
+}
+
+async function release(clients, req) {
+  const h = holderOf(clients, req);
+  held.delete(req.token);
+  const op = await h.run((m) => m.release());
+  if (h.lost) {
+    if (h.lost.definite) return { id: req.id, outcome: "fail", error: "lock lost: the mutex's refresh found it gone (onLockLost)" };
+    return protocol.unknown(req.id, "lock lost by the mutex's refresh after command errors: it may remain on the servers");
+  }
+  if (op.error) return protocol.unknown(req.id, errorText(op));
+  if (op.ones >= h.quorum) return { id: req.id, outcome: "ok" };
+  if (op.ones + op.errors.length < h.quorum) {
+    return { id: req.id, outcome: "fail", error: `lock not held (deleted on ${op.ones} of ${h.n} servers)` };
+  }
+  return protocol.unknown(req.id, `deleted on ${op.ones} of ${h.n} servers, errors: ${errorText(op)}`);
+}
+
+async function extend(clients, req) {
+  const old = held.get(req.token);
+  const h = new Holder(clients, req.key, { identifier: req.token, acquiredExternally: true, lockTimeout: req.ttl_ms });
+  const start = performance.now();
+  const op = await h.run((m) => m.tryAcquire());
+  const elapsed = performance.now() - start;
+  if (op.error) return protocol.unknown(req.id, errorText(op)); // the old mutex goes on refreshing
+  if (op.value === true) {
+    if (old) old.mutex.stopRefresh(); // the new mutex refreshes with the new ttl
+    held.set(req.token, h);
+    return { id: req.id, outcome: "ok", token: req.token, validity_ms: Math.max(0, Math.floor(req.ttl_ms - elapsed)) };
+  }
+  // Not ours on a quorum any more (RedlockMutex deleted it everywhere): the old mutex
+  // stops, and a release of this token answers from what this extend learnt.
+  const definite = op.errors.length === 0;
+  if (old) old.mutex.stopRefresh();
+  h.lost = { definite };
+  held.set(req.token, h);
+  if (definite) return { id: req.id, outcome: "fail", error: "lock not held (the refresh script refused)" };
+  return protocol.unknown(req.id, `not extended after command errors: ${errorText(op)}`);
+}
+
+protocol.serve({
+  name: variant.name,
+  options: protocol.atMostOnce,
+  ops: { acquire, release, extend },
+  extend: true,
+  nodes: variant.nodes,
+  library: LIBRARY,
+});

@@ -1,0 +1,82 @@
+package subprocess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/locklab/locklab/lockimpl"
+)
+
+// Hello is what a client says of itself in its hello line.
+type Hello struct {
+	Name    string `json:"name"`
+	Fencing bool   `json:"fencing"`
+	Extend  bool   `json:"extend"`
+}
+
+// Describe starts the client argv once with cfg's servers, reads its hello and stops it:
+// how a client known only by its command is registered (its hello says whether it
+// fences and extends). The client may connect to cfg's servers while it starts.
+func Describe(ctx context.Context, argv []string, topology string, cfg lockimpl.Config) (Hello, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return Hello{}, errors.New("no client command")
+	}
+	cfg = cfg.WithDefaults()
+	env, err := subprocessEnv(cfg, topology)
+	if err != nil {
+		return Hello{}, err
+	}
+	p, err := spawnClient(argv, env, nil)
+	if err != nil {
+		return Hello{}, err
+	}
+	h, _, herr := readHello(ctx, p, cfg.Timeout+helloMargin)
+	killErr := p.kill()
+	if herr != nil {
+		return Hello{}, fmt.Errorf("client %q: %w%s%s", strings.Join(argv, " "), herr, p.exitNote(), p.stderr.quote())
+	}
+	if killErr != nil {
+		return Hello{}, killErr
+	}
+	return Hello{Name: h.Name, Fencing: *h.Fencing, Extend: h.extends()}, nil
+}
+
+// SubprocessOn is Subprocess on a topology: "single" (one server, or the primary through
+// Sentinel) or "nodes" (N independent servers, every address given).
+func SubprocessOn(topology, name, description string, argv []string, fencing bool) (lockimpl.Impl, error) {
+	if topology != topologySingle && topology != topologyNodes {
+		return lockimpl.Impl{}, fmt.Errorf("topology %q: a subprocess client runs on %s or %s", topology, topologySingle, topologyNodes)
+	}
+	argv = append([]string(nil), argv...)
+	return subprocessOn(topology, name, description, fencing, func() ([]string, error) {
+		if len(argv) == 0 || argv[0] == "" {
+			return nil, errors.New("no client command")
+		}
+		return argv, nil
+	}), nil
+}
+
+// EnvLockserve names the locklab-lockserve binary (or its folder), which runs an
+// in-process implementation as a subprocess client (OutOfProcess).
+const EnvLockserve = "LOCKLAB_LOCKSERVE"
+
+// OutOfProcess is impl run in a process of its own by locklab-lockserve
+// (cmd/locklab-lockserve), named impl's name + "-process": the same lock, but a
+// stop-the-world pause (client-pause mode process) freezes its background work (a
+// watchdog's renewals) with the holder, as a long GC pause of a real process would.
+func OutOfProcess(impl lockimpl.Impl) lockimpl.Impl {
+	name := impl.Name + "-process"
+	out := subprocessOn(impl.Topology, name,
+		impl.Name+" run out of process by locklab-lockserve: a stop-the-world pause freezes its renewals with the holder",
+		impl.Fencing, func() ([]string, error) {
+			bin, err := findClient("Go", "bin", "locklab-lockserve", EnvLockserve, "locklab-lockserve")
+			if err != nil {
+				return nil, fmt.Errorf("%w (build it with make build)", err)
+			}
+			return []string{bin, impl.Name}, nil
+		})
+	out.NoExtend = impl.NoExtend
+	return out
+}

@@ -1,0 +1,66 @@
+package runner
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/lockimpl/subprocess"
+	"github.com/locklab/locklab/locks"
+	"github.com/locklab/locklab/plan"
+
+	lin "github.com/locklab/locklab/linearizability"
+)
+
+// buildLockserve builds cmd/locklab-lockserve for the *-process implementations.
+func buildLockserve(t *testing.T) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "locklab-lockserve")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/locklab-lockserve").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build locklab-lockserve: %v\n%s", err, out)
+	}
+	t.Setenv(subprocess.EnvLockserve, bin)
+}
+
+// TestStopTheWorldPause: the renewals of watchdog and rueidislock save its lease through a pause of the
+// holder's own steps, but not through a pause of its whole process (a long GC pause):
+// then the lease expires, another client takes the lock, and the late write loses an
+// update. Run out of process, the same lock takes either pause.
+func TestStopTheWorldPause(t *testing.T) {
+	buildLockserve(t)
+	for _, impl := range []string{"watchdog-process", "rueidislock-process"} {
+		for _, c := range []struct {
+			mode string
+			want verdicts
+		}{
+			{"client", verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK}},
+			{"process", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal}},
+		} {
+			t.Run(impl+"/"+c.mode, func(t *testing.T) {
+				p := scenario(t, "pause-past-ttl", func(p *plan.Plan) {
+					p.Impl = impl
+					p.Faults[0].Mode = c.mode
+				})
+				rep := runPlan(t, nil, p)
+				assertVerdicts(t, rep, c.want)
+				assertFaultsFired(t, rep)
+			})
+		}
+	}
+}
+
+// TestStopTheWorldNeedsAProcess: a stop-the-world pause of an in-process client is
+// refused when the run starts, saying why.
+func TestStopTheWorldNeedsAProcess(t *testing.T) {
+	p := scenario(t, "pause-past-ttl", func(p *plan.Plan) { p.Impl = "watchdog"; p.Faults[0].Mode = "process" })
+	r, err := p.Resolve(locks.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(t.Context(), r, Options{Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "does not run as a process of its own") {
+		t.Fatalf("err = %v", err)
+	}
+}
