@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -238,6 +239,7 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 	p.Timeout = plan.D(rapid.SampledFrom([]time.Duration{2 * time.Second, time.Second}).Draw(t, "timeout"))
 	p.Careless = rapid.Bool().Draw(t, "careless")
 	p.Extend = rapid.SampledFrom([]float64{0, 0.5, 1}).Draw(t, "extend")
+	p.ImplOptions = drawOptions(t, impl)
 
 	if sp.maxFaults > 0 && len(tc.kinds) > 0 {
 		env := faultEnv{
@@ -271,6 +273,28 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 	p.Duration = plan.D(run)
 	p.Seed = planSeed(p)
 	return p
+}
+
+// drawOptions draws the implementation's options as its users might set them: half the
+// plans keep every default (what a shrink goes back to), the others draw each option
+// from its default and its Values, so that a setting that breaks a library is found like
+// any fault.
+func drawOptions(t *rapid.T, impl lockimpl.Impl) map[string]json.RawMessage {
+	if len(impl.Options) == 0 || rapid.IntRange(0, 1).Draw(t, "impl_options") == 0 {
+		return nil
+	}
+	var out map[string]json.RawMessage
+	for _, o := range impl.Options {
+		k := rapid.IntRange(0, len(o.Values)).Draw(t, "option_"+o.Name)
+		if k == 0 || o.Values[k-1] == o.Default {
+			continue
+		}
+		if out == nil {
+			out = map[string]json.RawMessage{}
+		}
+		out[o.Name] = o.JSON(o.Values[k-1])
+	}
+	return out
 }
 
 // drawWork is the critical section's length as a fraction of the TTL: half the plans

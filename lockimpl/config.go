@@ -22,13 +22,20 @@ type Config struct {
 	Master    string   // replicated topology: the master name the Sentinels monitor
 	// Via maps a server's own address, as Sentinel names it, to the address to dial
 	// instead (the client's link to that server); addresses not in it are dialled as named.
-	Via     map[string]string
+	Via map[string]string
+	// Access is how to use the server behind an address of Addrs that needs more than a
+	// plain connection: an external server's user, password, database and TLS
+	// (cluster.Endpoints.Access). An address not in it needs nothing.
+	Access  map[string]cluster.Access
 	Clock   Clock         // nil → SystemClock{}
 	Step    StepFunc      // nil → no hook
 	Timeout time.Duration // per-command network timeout; 0 → DefaultTimeout
 	// Log receives what a client process writes to its stderr (subprocess clients), for
 	// the run directory; nil: kept only for error messages.
 	Log io.Writer
+	// Options are the implementation's option values (Impl.ResolveOptions); a missing
+	// value is the option's default (Option.Bool and its siblings read them).
+	Options Options
 }
 
 // WithDefaults fills in the zero fields. Every implementation's constructor starts
@@ -62,7 +69,7 @@ func (c Config) PrimaryClient() (*redis.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		return NewClient(addr, c.Timeout), nil
+		return c.Client(addr), nil
 	}
 	if c.Master == "" {
 		return nil, fmt.Errorf("sentinels given without the master name they monitor")
@@ -71,10 +78,17 @@ func (c Config) PrimaryClient() (*redis.Client, error) {
 }
 
 // NewClient is a go-redis client that sends each command exactly once, so that an
-// outcome is never misreported (see cluster.ExactlyOnce). Every go-redis client of a
-// lock, here or in an adapter, is built by it or by PrimaryClient.
+// outcome is never misreported (see cluster.ExactlyOnce), to a server that needs no
+// Access. A lock's clients come from Config.Client or PrimaryClient.
 func NewClient(addr string, timeout time.Duration) *redis.Client {
 	return redis.NewClient(cluster.ExactlyOnce(addr, timeout))
+}
+
+// Client is NewClient for one of c's addresses, with its Access (c.Timeout as given:
+// constructors call it after WithDefaults). Every go-redis client of a lock, here or in
+// an adapter, is built by it or by PrimaryClient.
+func (c Config) Client(addr string) *redis.Client {
+	return redis.NewClient(c.Access[addr].Apply(cluster.ExactlyOnce(addr, c.Timeout)))
 }
 
 // failoverPoolSize is the failover client's pool size. A lock client runs one command

@@ -17,7 +17,10 @@ type Impl struct {
 	// NoExtend: its Extend always answers ErrUnsupported without sending anything (a lock
 	// that renews by itself, for one).
 	NoExtend bool
-	New      func(Config) (Locker, error)
+	// Options are the library's settings a plan may choose (impl_options); Config.Options
+	// holds their values.
+	Options []Option
+	New     func(Config) (Locker, error)
 }
 
 // RunsOn reports whether the implementation runs on a topology of kind (cluster's
@@ -110,6 +113,11 @@ func (r *Registry) Register(i Impl) error {
 		return fmt.Errorf("register lock implementation: empty name")
 	case i.New == nil:
 		return fmt.Errorf("register lock implementation %q: no constructor", i.Name)
+	}
+	for _, o := range i.Options {
+		if err := o.Validate(); err != nil {
+			return fmt.Errorf("register lock implementation %q: %w", i.Name, err)
+		}
 	}
 	if _, dup := r.index[i.Name]; dup {
 		return fmt.Errorf("register lock implementation %q: name already registered", i.Name)

@@ -20,25 +20,28 @@ import (
 
 // Plan is one run, as data: everything random derives from Seed, so a plan replays.
 type Plan struct {
-	Name        string      `json:"name,omitempty"`
-	Description string      `json:"description,omitempty"`
-	Impl        string      `json:"impl"`
-	Topology    string      `json:"topology"`
-	Persistence string      `json:"persistence,omitempty"`  // lock servers: none (default), aof-everysec, aof-always
-	ServerClock string      `json:"server_clock,omitempty"` // "faketime": lock servers run under libfaketime, for clock faults
-	Clients     int         `json:"clients"`
-	Keys        int         `json:"keys"`
-	TTL         Duration    `json:"ttl"`
-	Duration    Duration    `json:"duration"`           // how long clients start new critical sections
-	Work        Duration    `json:"work"`               // critical section between read and write
-	Think       Duration    `json:"think"`              // between a release and the next acquire; longer than retry, or the releaser starves the others
-	Retry       Duration    `json:"retry"`              // mean delay after a refused acquire
-	Timeout     Duration    `json:"timeout"`            // per network operation
-	Fencing     string      `json:"fencing"`            // off, writes, full
-	Careless    bool        `json:"careless,omitempty"` // no validity check before touching the store
-	Extend      float64     `json:"extend,omitempty"`   // probability that a critical section extends its lease once, halfway through its work
-	Seed        int64       `json:"seed"`
-	Faults      []FaultSpec `json:"faults,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	Impl        string `json:"impl"`
+	// ImplOptions are settings of the implementation, as its users configure the library
+	// (lockimpl.Option; `locklab list` shows each implementation's).
+	ImplOptions map[string]json.RawMessage `json:"impl_options,omitempty"`
+	Topology    string                     `json:"topology"`
+	Persistence string                     `json:"persistence,omitempty"`  // lock servers: none (default), aof-everysec, aof-always
+	ServerClock string                     `json:"server_clock,omitempty"` // "faketime": lock servers run under libfaketime, for clock faults
+	Clients     int                        `json:"clients"`
+	Keys        int                        `json:"keys"`
+	TTL         Duration                   `json:"ttl"`
+	Duration    Duration                   `json:"duration"`           // how long clients start new critical sections
+	Work        Duration                   `json:"work"`               // critical section between read and write
+	Think       Duration                   `json:"think"`              // between a release and the next acquire; longer than retry, or the releaser starves the others
+	Retry       Duration                   `json:"retry"`              // mean delay after a refused acquire
+	Timeout     Duration                   `json:"timeout"`            // per network operation
+	Fencing     string                     `json:"fencing"`            // off, writes, full
+	Careless    bool                       `json:"careless,omitempty"` // no validity check before touching the store
+	Extend      float64                    `json:"extend,omitempty"`   // probability that a critical section extends its lease once, halfway through its work
+	Seed        int64                      `json:"seed"`
+	Faults      []FaultSpec                `json:"faults,omitempty"`
 	// Workload is what the clients do: "rmw" (the default: read-modify-write of the
 	// protected store under the lock) or "jobs" (workers of a job queue; see Jobs).
 	Workload string    `json:"workload,omitempty"`
@@ -212,6 +215,7 @@ type Resolved struct {
 	Topology    cluster.Topology
 	Fencing     workload.Fencing
 	Persistence cluster.Persistence // "" when the plan leaves it unsaid: servers keep theirs
+	Options     lockimpl.Options    // the implementation's options, defaults filled in
 	Faults      []*faults.Planned
 }
 
@@ -290,6 +294,13 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 		}
 		if r.Fencing != workload.FencingOff && !r.Impl.Fencing {
 			return nil, bad("fencing", "mode %s needs fencing tokens, but %s grants none (fence source none); use an implementation with fences, e.g. fenced", p.Fencing, p.Impl)
+		}
+		if r.Options, err = r.Impl.ResolveOptions(p.ImplOptions); err != nil {
+			field := "impl_options"
+			if oe := (*lockimpl.OptionError)(nil); errors.As(err, &oe) {
+				field += "." + oe.Name
+			}
+			return nil, bad(field, "%v", err)
 		}
 	}
 	points := append(workload.Points(), r.Impl.Steps...)

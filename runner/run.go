@@ -215,6 +215,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		NewLocker: func(client int) (lockimpl.Locker, error) { return lockers[client], nil }, // Run closes them
 		Jobs:      p.JobsConfig(cl.Store.Addr()),
 	}
+	wcfg.Access = storeAccess(cl, eps)
 	if err := wcfg.Validate(); err != nil {
 		return executed{}, fmt.Errorf("workload: %w", err)
 	}
@@ -237,8 +238,10 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 			Sentinels: ep.Sentinels,
 			Master:    ep.Master,
 			Via:       ep.Via,
+			Access:    ep.Access,
 			Clock:     env.ClientClock(client),
 			Timeout:   p.Timeout.D(),
+			Options:   r.Options,
 			Step: func(ctx context.Context, step string) error {
 				return gates.Reach(ctx, client, step)
 			},

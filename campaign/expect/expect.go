@@ -177,6 +177,11 @@ func (r Rule) matches(p plan.Plan, impl lockimpl.Impl) bool {
 	if !slices.Contains(r.Impls, impl.Name) && !(slices.Contains(r.Impls, AnyCorrect) && !impl.Mutant) {
 		return false
 	}
+	// The rules speak of the library as it ships: a setting other than its default that
+	// is not neutral may be what breaks it, a finding.
+	if opts, err := impl.ResolveOptions(p.ImplOptions); err != nil || !impl.IsDefault(opts, false) {
+		return false
+	}
 	topo, err := cluster.ParseTopology(p.Topology)
 	if err != nil {
 		return false

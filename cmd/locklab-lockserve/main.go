@@ -64,6 +64,11 @@ func serve(args []string, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if wire := os.Getenv(subprocess.EnvOptions); wire != "" {
+		if cfg.Options, err = impl.OptionsFromWire([]byte(wire)); err != nil {
+			return fmt.Errorf("%s: %w", subprocess.EnvOptions, err)
+		}
+	}
 	l, err := impl.New(cfg)
 	if err != nil {
 		return err

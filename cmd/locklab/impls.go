@@ -81,6 +81,7 @@ func registryFor(cmd *cobra.Command) (*lockimpl.Registry, error) {
 		}
 		impl, err := subprocess.SubprocessOn(s.Topology, s.Name, desc, s.Command, h.Fencing)
 		if err == nil {
+			impl.NoExtend, impl.Options = !h.Extend, h.Options
 			err = reg.Register(impl)
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,20 @@ func newListCmd() *cobra.Command {
 					fences = "yes"
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", i.Name, fences, i.Topology, kind, i.Description)
+			}
+			fmt.Fprintln(w, "\nIMPLEMENTATION\tOPTION\tDEFAULT\tDRAWN\tDESCRIPTION")
+			for _, i := range reg.List() {
+				for _, o := range i.Options {
+					drawn := make([]string, len(o.Values))
+					for k, v := range o.Values {
+						drawn[k] = o.Format(v)
+					}
+					doc := o.Doc
+					if o.Neutral {
+						doc += " (neutral: timing only, expectations hold)"
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", i.Name, o.Name, o.Format(o.Default), strings.Join(drawn, " "), doc)
+				}
 			}
 			fmt.Fprintln(w, "\nFAULT\tTARGETS\tDESCRIPTION")
 			for _, k := range faults.Kinds() {

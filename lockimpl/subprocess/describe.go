@@ -14,6 +14,8 @@ type Hello struct {
 	Name    string `json:"name"`
 	Fencing bool   `json:"fencing"`
 	Extend  bool   `json:"extend"`
+	// Options are the settings the client declared (its hello's "options").
+	Options []lockimpl.Option `json:"-"`
 }
 
 // Describe starts the client argv once with cfg's servers, reads its hello and stops it:
@@ -40,7 +42,15 @@ func Describe(ctx context.Context, argv []string, topology string, cfg lockimpl.
 	if killErr != nil {
 		return Hello{}, killErr
 	}
-	return Hello{Name: h.Name, Fencing: *h.Fencing, Extend: h.extends()}, nil
+	out := Hello{Name: h.Name, Fencing: *h.Fencing, Extend: h.extends()}
+	for k, w := range h.Options {
+		o, err := w.Option()
+		if err != nil {
+			return Hello{}, fmt.Errorf("client %q: hello options[%d]: %w", strings.Join(argv, " "), k, err)
+		}
+		out.Options = append(out.Options, o)
+	}
+	return out, nil
 }
 
 // SubprocessOn is Subprocess on a topology: "single" (one server, or the primary through

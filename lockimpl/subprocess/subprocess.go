@@ -35,6 +35,9 @@ const (
 	EnvSentinels = "LOCKLAB_SENTINELS"  // replicated topology: Sentinels, host:port[,...]; else unset
 	EnvMaster    = "LOCKLAB_MASTER"     // replicated topology: the master name; else unset
 	EnvVia       = "LOCKLAB_VIA"        // replicated topology: from=to[,from=to...] address rewrites; else unset
+	// EnvOptions is the plan's impl_options, every option the client declared in its hello
+	// with its value (defaults filled in), as a JSON object; durations in milliseconds.
+	EnvOptions = "LOCKLAB_OPTIONS"
 
 	// EnvNodeClient points at the Node.js clients (clients/node/lock.js or its folder;
 	// the other clients are found beside lock.js) when locklab runs from a place where
@@ -174,6 +177,9 @@ var (
 func newSubprocessLocker(name string, argv []string, topology string, fencing bool, cfg lockimpl.Config) (*subprocessLocker, error) {
 	cfg = cfg.WithDefaults()
 	env, err := subprocessEnv(cfg, topology)
+	if err == nil {
+		env, err = withAccess(env, cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -209,7 +215,7 @@ func subprocessEnv(cfg lockimpl.Config, topology string) ([]string, error) {
 	var env []string
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
-		case EnvAddrs, EnvTimeoutMS, EnvSentinels, EnvMaster, EnvVia:
+		case EnvAddrs, EnvTimeoutMS, EnvSentinels, EnvMaster, EnvVia, EnvOptions:
 		default:
 			env = append(env, kv)
 		}
@@ -217,6 +223,13 @@ func subprocessEnv(cfg lockimpl.Config, topology string) ([]string, error) {
 	env = append(env,
 		EnvAddrs+"="+strings.Join(cfg.Addrs, ","),
 		EnvTimeoutMS+"="+strconv.FormatInt(ms, 10))
+	if len(cfg.Options) > 0 {
+		wire, err := cfg.Options.Wire()
+		if err != nil {
+			return nil, fmt.Errorf("options: %w", err)
+		}
+		env = append(env, EnvOptions+"="+string(wire))
+	}
 	if len(cfg.Sentinels) > 0 {
 		via := make([]string, 0, len(cfg.Via))
 		for from, to := range cfg.Via {
@@ -598,6 +611,9 @@ type subprocessHello struct {
 	Name    string  `json:"name"`
 	Fencing *bool   `json:"fencing"`
 	Extend  *bool   `json:"extend"` // absent means true
+	// Options are the settings the client takes from LOCKLAB_OPTIONS (registration by
+	// command only: a built-in client's options are declared in Go).
+	Options []lockimpl.WireOption `json:"options"`
 }
 
 func (h subprocessHello) extends() bool { return h.Extend == nil || *h.Extend }
