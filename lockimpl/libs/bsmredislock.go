@@ -46,12 +46,54 @@ type bsmRedislock struct {
 	rl     *redislock.Client
 	clock  lockimpl.Clock
 	step   lockimpl.StepFunc
+	opts   lockimpl.Options // the plan's options (redislockOptions)
 
 	mu    sync.Mutex
 	locks map[string]*redislock.Lock // live leases by token
 }
 
 var _ lockimpl.Locker = (*bsmRedislock)(nil)
+
+// redislock's retry strategy as its users set it (impl_options): the strategy and, for
+// the backoffs, their step and how many retries (LimitRetry: an unlimited strategy
+// retries until the context ends).
+func redislockRetry() lockimpl.Option {
+	return lockimpl.Option{
+		Name: "retry", Kind: lockimpl.KindString, Default: "none", Values: []any{"none", "linear", "exponential"},
+		Doc: "Options.RetryStrategy of Obtain: NoRetry, LinearBackoff(retry_backoff) or ExponentialBackoff(retry_backoff, 16×retry_backoff), limited to retry_limit retries",
+	}
+}
+
+func redislockBackoff() lockimpl.Option {
+	return lockimpl.Option{
+		Name: "retry_backoff", Kind: lockimpl.KindDuration, Default: 10 * time.Millisecond, Values: []any{time.Millisecond, 50 * time.Millisecond},
+		Min: int64(time.Millisecond), Max: int64(time.Second), Neutral: true,
+		Doc: "the backoff step of a retrying strategy",
+	}
+}
+
+func redislockLimit() lockimpl.Option {
+	return lockimpl.Option{
+		Name: "retry_limit", Kind: lockimpl.KindInt, Default: 3, Values: []any{1, 10}, Min: 1, Max: 1000, Neutral: true,
+		Doc: "LimitRetry: retries of a retrying strategy",
+	}
+}
+
+func redislockOptions() []lockimpl.Option {
+	return []lockimpl.Option{redislockRetry(), redislockBackoff(), redislockLimit()}
+}
+
+// retry is a new retry strategy as the options ask (LimitRetry counts: one per Obtain).
+func (l *bsmRedislock) retry() redislock.RetryStrategy {
+	step, limit := redislockBackoff().Duration(l.opts), redislockLimit().Int(l.opts)
+	switch redislockRetry().String(l.opts) {
+	case "linear":
+		return redislock.LimitRetry(redislock.LinearBackoff(step), limit)
+	case "exponential":
+		return redislock.LimitRetry(redislock.ExponentialBackoff(step, 16*step), limit)
+	}
+	return redislock.NoRetry()
+}
 
 func newBSMRedislock(cfg lockimpl.Config) (lockimpl.Locker, error) {
 	cfg = cfg.WithDefaults()
@@ -66,6 +108,7 @@ func newBSMRedislock(cfg lockimpl.Config) (lockimpl.Locker, error) {
 		rl:     redislock.New(client),
 		clock:  cfg.Clock,
 		step:   cfg.Step,
+		opts:   cfg.Options,
 		locks:  map[string]*redislock.Lock{},
 	}, nil
 }
@@ -77,7 +120,7 @@ func (l *bsmRedislock) Acquire(ctx context.Context, key string, ttl time.Duratio
 		return lockimpl.Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
 	}
 	start := l.clock.Now()
-	lock, err := l.rl.Obtain(ctx, key, ttl, &redislock.Options{RetryStrategy: redislock.NoRetry()})
+	lock, err := l.rl.Obtain(ctx, key, ttl, &redislock.Options{RetryStrategy: l.retry()})
 	switch {
 	case errors.Is(err, redislock.ErrNotObtained):
 		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, refusal(lockimpl.ErrNotAcquired, err))

@@ -23,7 +23,8 @@ const redsyncVersion = "v4.18.1"
 // quorum N/2+1, SET NX PX on every server in parallel, validity = expiry − elapsed −
 // expiry·driftFactor (0.01). Library defaults are kept (drift factor, timeout factor
 // 0.05, token generator), except WithTries(1): the workload retries by itself after a
-// refusal, and a library retry loop would hide the refusals from the history.
+// refusal, and a library retry loop would hide the refusals from the history. A plan may
+// set tries, retry_delay and set_nx_on_extend as redsync's users do (redsyncOptions).
 //
 // How redsync's errors are classified (v4.18.1, mutex.go). redsync joins one error per
 // server (errors.Join) unless a quorum answered "taken", then it returns only ErrTaken.
@@ -59,12 +60,41 @@ type redsyncLock struct {
 	quorum  int // redsync's own: len(pools)/2 + 1
 	clock   lockimpl.Clock
 	step    lockimpl.StepFunc
+	acquire []redsync.Option // the plan's options for a lock (tries, retry delay)
+	extend  []redsync.Option // and for an extension (SET NX on extend)
 }
 
 var _ lockimpl.Locker = (*redsyncLock)(nil)
 
+// redsync's options as its users set them (impl_options).
+func redsyncTries() lockimpl.Option {
+	return lockimpl.Option{
+		Name: "tries", Kind: lockimpl.KindInt, Default: 1, Values: []any{3, 32}, Min: 1, Max: 64,
+		Doc: "WithTries: attempts per acquire (the library's default is 32; locklab's 1 shows every refusal in the history)",
+	}
+}
+
+func redsyncRetryDelay() lockimpl.Option {
+	return lockimpl.Option{
+		Name: "retry_delay", Kind: lockimpl.KindDuration, Default: time.Duration(0), Values: []any{10 * time.Millisecond}, Max: int64(time.Second),
+		Neutral: true,
+		Doc:     "WithRetryDelay between tries; 0: the library's random 50–250 ms",
+	}
+}
+
+func redsyncSetNXOnExtend() lockimpl.Option {
+	return lockimpl.Option{
+		Name: "set_nx_on_extend", Kind: lockimpl.KindBool, Default: false, Values: []any{true},
+		Doc: "WithSetNXOnExtend: an extension sets the key again where it is missing (a restarted server), instead of failing there",
+	}
+}
+
+func redsyncOptions() []lockimpl.Option {
+	return []lockimpl.Option{redsyncTries(), redsyncRetryDelay(), redsyncSetNXOnExtend()}
+}
+
 // newRedsync builds the adapter over one pool per cfg.Addrs: go-redis clients from
-// NewClient, so each command is sent once (redsync's goredis pool calls the client's
+// Config.Client, so each command is sent once (redsync's goredis pool calls the client's
 // commands directly: Get returns a wrapper around the *redis.Client).
 func newRedsync(cfg lockimpl.Config) (lockimpl.Locker, error) {
 	cfg = cfg.WithDefaults()
@@ -74,11 +104,18 @@ func newRedsync(cfg lockimpl.Config) (lockimpl.Locker, error) {
 	l := &redsyncLock{name: "redsync", clock: cfg.Clock, step: cfg.Step, quorum: len(cfg.Addrs)/2 + 1}
 	pools := make([]redsyncredis.Pool, len(cfg.Addrs))
 	for i, addr := range cfg.Addrs {
-		c := lockimpl.NewClient(addr, cfg.Timeout)
+		c := cfg.Client(addr)
 		l.clients = append(l.clients, c)
 		pools[i] = goredis.NewPool(c)
 	}
 	l.rs = redsync.New(pools...)
+	l.acquire = []redsync.Option{redsync.WithTries(redsyncTries().Int(cfg.Options))}
+	if d := redsyncRetryDelay().Duration(cfg.Options); d > 0 {
+		l.acquire = append(l.acquire, redsync.WithRetryDelay(d))
+	}
+	if redsyncSetNXOnExtend().Bool(cfg.Options) {
+		l.extend = append(l.extend, redsync.WithSetNXOnExtend())
+	}
 	l.warm(cfg.Timeout)
 	return l, nil
 }
@@ -103,7 +140,7 @@ func (l *redsyncLock) Acquire(ctx context.Context, key string, ttl time.Duration
 	if err != nil {
 		return lockimpl.Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
 	}
-	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTries(1))
+	m := l.rs.NewMutex(key, append([]redsync.Option{redsync.WithExpiry(ttl)}, l.acquire...)...)
 	start := l.clock.Now()
 	if err := m.LockContext(ctx); err != nil {
 		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, l.classify(err, lockimpl.ErrNotAcquired))
@@ -130,7 +167,7 @@ func (l *redsyncLock) Extend(ctx context.Context, lease lockimpl.Lease, ttl time
 	if err != nil {
 		return lockimpl.Lease{}, fmt.Errorf("%s: extend: %w", l.name, err)
 	}
-	m := l.rs.NewMutex(lease.Key, redsync.WithExpiry(ttl), redsync.WithValue(lease.Token))
+	m := l.rs.NewMutex(lease.Key, append([]redsync.Option{redsync.WithExpiry(ttl), redsync.WithValue(lease.Token)}, l.extend...)...)
 	start := l.clock.Now()
 	ok, err := m.ExtendContext(ctx)
 	if !ok {

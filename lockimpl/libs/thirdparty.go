@@ -21,6 +21,7 @@ func Impls() []lockimpl.Impl {
 			Description: "github.com/go-redsync/redsync/v4 " + redsyncVersion + " (Redlock over N independent servers, go-redis v9 pools), one try per acquire",
 			Topology:    "nodes",
 			Steps:       []string{lockimpl.StepGranted},
+			Options:     redsyncOptions(),
 			New:         newRedsync,
 		},
 		{
@@ -28,6 +29,7 @@ func Impls() []lockimpl.Impl {
 			Description: "github.com/bsm/redislock " + bsmRedislockVersion + " (single instance, Lua obtain/refresh/release), no retry",
 			Topology:    "single",
 			Steps:       []string{lockimpl.StepGranted},
+			Options:     redislockOptions(),
 			New:         newBSMRedislock,
 		},
 		{
