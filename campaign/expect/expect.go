@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/faults"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
@@ -29,6 +30,7 @@ type Rule struct {
 	Topologies []string // topology kinds
 	Fencings   []string
 	Calm       bool
+	Careful    bool // the plan's clients check their validity before touching the store (not careless)
 	Faults     []FaultMatch
 	Holds      []lin.Property
 }
@@ -46,6 +48,8 @@ type FaultMatch struct {
 	Persistence []string
 	// Points, when set, are the client points (client faults) the fault must strike at.
 	Points []string
+	// Modes, when set, are the modes the fault may have ("" for its default).
+	Modes []string
 }
 
 // Sides of the system a fault can touch.
@@ -101,20 +105,37 @@ func Rules() []Rule {
 		return m.Kind == "server-crash"
 	})
 	single, both := []string{cluster.Single}, []string{cluster.Single, cluster.Replicated}
+	// Single-instance locks whose release and extend check the token, without renewal:
+	// a lease ends by its TTL on the server or by its holder's checked release.
+	textbook := []string{"setnx", "fenced", "redislock", "redis-py", "node-ioredis", "seed-withlock"}
+	// Locks that renew their lease from a thread of their own while the holder lives.
+	renewing := []string{"watchdog", "rueidislock"}
+	// Redlock clients that count the validity from before their first request.
+	redlocks := []string{"redlock", "redsync", "node-redlock"}
 	return []Rule{
 		{
 			Name: "fault-free", Impls: []string{AnyCorrect}, Calm: true, Holds: all,
 			Why: "a correct lock without faults, whose critical sections stay well inside the lease, keeps every property",
 		},
 		{
-			Name: "client-crash", Impls: []string{"setnx", "fenced"}, Topologies: both, Calm: true,
+			Name: "client-crash", Impls: textbook, Topologies: both, Calm: true,
 			Faults: []FaultMatch{{Kind: "client-crash"}}, Holds: all,
 			Why: "a crashed client ends its own belief and sends nothing more; its lease expires by its TTL",
 		},
 		{
-			Name: "late-release", Impls: []string{"setnx", "fenced"}, Topologies: both, Calm: true,
+			Name: "late-release", Impls: textbook, Topologies: both, Calm: true,
 			Faults: []FaultMatch{{Kind: "client-crash"}, {Kind: "client-pause", Points: []string{workload.InRelease}}}, Holds: all,
 			Why: "a release held up after it was issued ends its caller's belief before it stalls, and the token check makes it harmless when it arrives late",
+		},
+		{
+			Name: "renewal-outlives-a-thread-pause", Impls: renewing, Topologies: single,
+			Faults: []FaultMatch{{Kind: "client-pause", Modes: []string{"", faults.PauseClient}}}, Holds: []lin.Property{lin.P1, lin.P2},
+			Why: "while the holder's process lives its renewal keeps the lease, however long the holder's own steps stall or work (a stop-the-world pause, mode process, freezes the renewal too and is not claimed)",
+		},
+		{
+			Name: "validity-check-catches-a-late-grant", Impls: redlocks, Topologies: []string{cluster.Nodes}, Calm: true, Careful: true,
+			Faults: []FaultMatch{{Kind: "reply-delay"}}, Holds: []lin.Property{lin.P1, lin.P2},
+			Why: "the validity counts from before the first SET was sent, so a grant delayed in flight leaves less of it (or none: refused), and a client that checks it stops before any server's key expires (antirez's counterpoint)",
 		},
 		{
 			Name: "fences-single-server", Impls: []string{"fenced"}, Topologies: single,
@@ -137,7 +158,7 @@ func Rules() []Rule {
 			Why: "growing fences checked on every access, from a primary that is never replaced",
 		},
 		{
-			Name: "progress-client-and-store-faults", Impls: []string{"setnx", "fenced"}, Topologies: both,
+			Name: "progress-client-and-store-faults", Impls: []string{"setnx", "fenced", "redislock", "redis-py", "node-ioredis"}, Topologies: both,
 			Faults: clientOrStore, Holds: []lin.Property{lin.L1},
 			Why: "every lease these locks grant expires by the lock server's clock, which these faults leave alone",
 		},
@@ -192,7 +213,7 @@ func (r Rule) matches(p plan.Plan, impl lockimpl.Impl) bool {
 	if len(r.Fencings) > 0 && !slices.Contains(r.Fencings, p.Fencing) {
 		return false
 	}
-	if r.Calm && !p.Calm() {
+	if r.Calm && !p.Calm() || r.Careful && p.Careless {
 		return false
 	}
 	persistence := p.Persistence
@@ -203,7 +224,8 @@ func (r Rule) matches(p plan.Plan, impl lockimpl.Impl) bool {
 		if !slices.ContainsFunc(r.Faults, func(m FaultMatch) bool {
 			return m.Kind == f.Kind && (m.Side == "" || m.Side == faultSide(f)) &&
 				(len(m.Persistence) == 0 || slices.Contains(m.Persistence, persistence)) &&
-				(len(m.Points) == 0 || slices.Contains(m.Points, f.Point))
+				(len(m.Points) == 0 || slices.Contains(m.Points, f.Point)) &&
+				(len(m.Modes) == 0 || slices.Contains(m.Modes, f.Mode))
 		}) {
 			return false
 		}
