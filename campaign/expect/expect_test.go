@@ -1,6 +1,7 @@
 package expect
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -63,6 +64,17 @@ func TestExpectedTable(t *testing.T) {
 		{"replicated, store latency", base("fenced", "replicated", "full", storeLatency), []lin.Property{lin.P2, lin.P3, lin.L1}},
 		{"replicated, lock latency", base("fenced", "replicated", "full", lockLatency), nil},
 		{"single, store latency", base("setnx", "single", "off", storeLatency), []lin.Property{lin.L1}},
+		{"redis-py client crash", base("redis-py", "single", "off", plan.FaultSpec{Kind: "client-crash", Target: "any"}), all},
+		{"redislock retrying, client crash", with(base("redislock", "single", "off", plan.FaultSpec{Kind: "client-crash", Target: "any"}), func(p *plan.Plan) {
+			p.ImplOptions = map[string]json.RawMessage{"retry": json.RawMessage(`"linear"`)}
+		}), nil},
+		{"redislock, neutral option only", with(base("redislock", "single", "off"), func(p *plan.Plan) {
+			p.ImplOptions = map[string]json.RawMessage{"retry_backoff": json.RawMessage(`"1ms"`)}
+		}), all},
+		{"watchdog, thread pause past the lease", with(base("watchdog", "single", "off", pause("before-write")), func(p *plan.Plan) { p.Work = plan.D(time.Second) }), []lin.Property{lin.P1, lin.P2}},
+		{"watchdog, stop-the-world pause", base("watchdog", "single", "off", plan.FaultSpec{Kind: "client-pause", Target: "client:0", Mode: "process", Duration: plan.D(time.Second)}), nil},
+		{"redsync, late grant, careful", base("redsync", "nodes:3", "off", plan.FaultSpec{Kind: "reply-delay", Target: "client:0", Latency: plan.D(300 * time.Millisecond), Duration: plan.D(time.Second)}), []lin.Property{lin.P1, lin.P2}},
+		{"redsync, late grant, careless", with(base("redsync", "nodes:3", "off", plan.FaultSpec{Kind: "reply-delay", Target: "client:0", Latency: plan.D(300 * time.Millisecond), Duration: plan.D(time.Second)}), func(p *plan.Plan) { p.Careless = true }), nil},
 	} {
 		impl, err := reg.Get(c.p.Impl)
 		if err != nil {
