@@ -164,31 +164,58 @@ func TestUnknownExtendKeepsTheBeliever(t *testing.T) {
 		name string
 		h    histories.History
 		p1   Verdict
+		p2   Verdict // "" when the history has no store operations
 	}{
+		// The workload goes on after an unknown extend with the lease it had (it cannot
+		// count on the extension) and writes if that lease is still valid.
+		{"wrote within the old lease after the unknown extend", history("off", ttl100,
+			op(0, histories.Acquire, "k", histories.OK, 0, 10),
+			op(10, histories.Read, "k", histories.OK, 12, 14, client(0), got(0)),
+			op(0, histories.Extend, "k", histories.Unknown, 40, 45, ttl(ttl100)),
+			op(10, histories.Write, "k", histories.OK, 60, 62, client(0), write(1, 0)),
+			op(0, histories.Release, "k", histories.OK, 65, 70),
+			op(1, histories.Acquire, "k", histories.OK, 75, 80, client(1)),
+			op(11, histories.Read, "k", histories.OK, 82, 84, client(1), got(1)),
+			op(11, histories.Write, "k", histories.OK, 86, 88, client(1), write(2, 1)),
+			op(1, histories.Release, "k", histories.OK, 90, 95, client(1)),
+		), OK, OK},
+		{"another acquired and wrote while the caller, still believing, wrote too", history("off", ttl100,
+			op(0, histories.Acquire, "k", histories.OK, 0, 10),
+			op(10, histories.Read, "k", histories.OK, 12, 14, client(0), got(0)),
+			op(0, histories.Extend, "k", histories.Unknown, 40, 150, ttl(ttl100)),
+			op(1, histories.Acquire, "k", histories.OK, 120, 125, client(1)),
+			op(11, histories.Read, "k", histories.OK, 126, 128, client(1), got(0)),
+			op(11, histories.Write, "k", histories.OK, 130, 132, client(1), write(1, 0)),
+			op(10, histories.Write, "k", histories.OK, 160, 162, client(0), write(1, 0)),
+			op(0, histories.Release, "k", histories.Fail, 165, 170),
+		), Illegal, Illegal},
 		{"released after the unknown extend", history("off", ttl100,
 			op(0, histories.Acquire, "k", histories.OK, 0, 10),
 			op(0, histories.Extend, "k", histories.Unknown, 40, 45, ttl(ttl100)),
 			op(0, histories.Release, "k", histories.OK, 50, 55),
 			op(1, histories.Acquire, "k", histories.OK, 60, 70, client(1)),
 			op(1, histories.Release, "k", histories.OK, 80, 90, client(1)),
-		), OK},
+		), OK, ""},
 		{"the lease ran out while the extend was unknown", history("off", ttl100,
 			op(0, histories.Acquire, "k", histories.OK, 0, 10),
 			op(0, histories.Extend, "k", histories.Unknown, 40, 300, ttl(ttl100)),
 			op(0, histories.Release, "k", histories.Fail, 310, 315),
 			op(1, histories.Acquire, "k", histories.OK, 320, 330, client(1)),
-		), OK},
+		), OK, ""},
 		{"acquired by another while the caller still believed", history("off", ttl100,
 			op(0, histories.Acquire, "k", histories.OK, 0, 10),
 			op(0, histories.Extend, "k", histories.Unknown, 40, 300, ttl(ttl100)),
 			op(1, histories.Acquire, "k", histories.OK, 200, 210, client(1)),
 			op(0, histories.Release, "k", histories.Fail, 310, 315),
-		), Illegal},
+		), Illegal, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res := checkOrFail(t, c.h, Options{})
 			if pr, _ := res.Property(P1); pr.Verdict != c.p1 {
 				t.Errorf("P1 = %s (%s), want %s", pr.Verdict, pr.Explanation, c.p1)
+			}
+			if pr, _ := res.Property(P2); c.p2 != "" && pr.Verdict != c.p2 {
+				t.Errorf("P2 = %s (%s), want %s", pr.Verdict, pr.Explanation, c.p2)
 			}
 			if pr, _ := res.Property(L1); pr.Verdict == Illegal {
 				t.Errorf("L1 = %s (%s)", pr.Verdict, pr.Explanation)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -63,6 +64,10 @@ type Config struct {
 	Namespace string
 
 	StoreAddr func(client int) string // each client may reach the store by its own link
+	// Access is how to use the server behind a store or queue address that needs more
+	// than a plain connection (an external store's user, password, database, TLS); an
+	// address not in it needs nothing.
+	Access    map[string]cluster.Access
 	NewLocker func(client int) (lockimpl.Locker, error)
 	Clock     func(client int) lockimpl.Clock // nil: the system clock
 	Hook      Hook                            // nil: no faults at client points
@@ -71,6 +76,11 @@ type Config struct {
 	// Jobs, when set, makes the clients job-queue workers (jobs.go) instead of
 	// read-modify-write clients; Keys is then unused.
 	Jobs *Jobs
+}
+
+// options are ExactlyOnce options for addr, a store or queue address, with its Access.
+func (c *Config) options(addr string) *redis.Options {
+	return c.Access[addr].Apply(cluster.ExactlyOnce(addr, c.Timeout))
 }
 
 // Validate checks the configuration; Run does too, before it builds anything.
@@ -113,7 +123,7 @@ func Run(ctx context.Context, stop <-chan struct{}, cfg Config) error {
 	if cfg.Jobs != nil {
 		return runJobs(ctx, stop, cfg)
 	}
-	clients, err := newClients(&cfg, func(c *client) { c.store = NewStore(cfg.StoreAddr(c.id), cfg.Fencing, cfg.Timeout) })
+	clients, err := newClients(&cfg, func(c *client) { c.store = newStore(cfg.options(cfg.StoreAddr(c.id)), cfg.Fencing) })
 	if err != nil {
 		return err
 	}
@@ -315,13 +325,14 @@ type extendResult int
 const (
 	extended     extendResult = iota // go on with the (possibly renewed) lease
 	extendLost                       // refused: the lease is gone; skip the write, release
-	extendUnsure                     // outcome unknown: skip the write, release
+	extendUnsure                     // outcome unknown: go on with the lease as it was
 )
 
-// extend renews the lease for another TTL. An unknown outcome leaves the client unable to
-// tell whether it still holds the lock: it writes nothing and releases, as the same lock
-// process (see histories.Stream.Record), so that its belief ends there and a lock that
-// renews by itself stops renewing.
+// extend renews the lease for another TTL. After an unknown outcome the client cannot
+// count on the extension, but it is still the lock process that believes it holds the
+// lock (histories.Stream.Record keeps it; P1 keeps its belief until its release): it goes
+// on with the lease it had, so its validity check before the write judges by the old
+// deadline, and releases as usual.
 func (c *client) extend(ctx context.Context, lease *lockimpl.Lease) extendResult {
 	key := c.plain(*lease)
 	call := c.rec.Now()
@@ -391,7 +402,7 @@ func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed boo
 		if ctx.Err() != nil {
 			return false
 		}
-		if c.extend(ctx, &lease) != extended {
+		if c.extend(ctx, &lease) == extendLost {
 			return c.release(ctx, lease)
 		}
 		c.sleep(ctx, c.cfg.Work-c.cfg.Work/2)
