@@ -15,6 +15,20 @@ type Endpoints struct {
 	// Via maps a data node's own address, which is what Sentinel tells clients, to the
 	// address this client dials instead (its link to that node); empty without a Net.
 	Via map[string]string
+	// Access is how to use the server behind each address of Lock and Store that needs
+	// more than a plain connection (an external server's user, password, database, TLS);
+	// an address not in it needs nothing. nil when none does.
+	Access map[string]Access
+}
+
+// addAccess notes n's Access for addr, the address this client dials n by.
+func (ep *Endpoints) addAccess(addr string, n Node) {
+	if a := AccessOf(n); !a.IsZero() {
+		if ep.Access == nil {
+			ep.Access = map[string]Access{}
+		}
+		ep.Access[addr] = a
+	}
 }
 
 // Endpoints returns the addresses client should use. With a Net they are the client's
@@ -23,6 +37,9 @@ type Endpoints struct {
 func (c *Cluster) Endpoints(client int) (Endpoints, error) {
 	if c.Net == nil {
 		ep := Endpoints{Lock: c.LockAddrs(), Store: c.Store.Addr()}
+		for _, n := range c.Nodes() {
+			ep.addAccess(n.Addr(), n)
+		}
 		if err := c.sentinelEndpoints(client, &ep); err != nil {
 			return Endpoints{}, err
 		}
@@ -38,12 +55,14 @@ func (c *Cluster) Endpoints(client int) (Endpoints, error) {
 			return Endpoints{}, fmt.Errorf("endpoints of client %d: %w", client, err)
 		}
 		ep.Lock = append(ep.Lock, addr)
+		ep.addAccess(addr, n)
 	}
 	addr, err := c.Net.Link(ClientLink(client, c.Store.Name()), c.Store.Addr())
 	if err != nil {
 		return Endpoints{}, fmt.Errorf("endpoints of client %d: %w", client, err)
 	}
 	ep.Store = addr
+	ep.addAccess(addr, c.Store)
 	if err := c.sentinelEndpoints(client, &ep); err != nil {
 		return Endpoints{}, err
 	}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ErrExternal is what an external server answers to anything that needs its process:
@@ -17,10 +18,17 @@ var ErrExternal = errors.New("not possible on an external server (the harness di
 // externalProbeTimeout bounds the check that an external server answers.
 const externalProbeTimeout = 5 * time.Second
 
-// ExternalOptions names Redis servers the harness did not start.
+// ExternalOptions names Redis servers the harness did not start. Each is a bare
+// host:port or a URL, redis://[user[:password]@]host[:port][/db] or rediss://... (TLS);
+// see ParseServerURL.
 type ExternalOptions struct {
-	Lock  []string // the lock servers, host:port, in order: nodes lock-0, lock-1, ...
-	Store string   // the protected store, host:port
+	Lock  []string // the lock servers, in order: nodes lock-0, lock-1, ...
+	Store string   // the protected store
+	// Roots are the CAs rediss:// servers are checked against (zero: the system's).
+	Roots TLSRoots
+	// LookupEnv supplies passwords kept out of the URLs (EnvUsername, EnvPassword);
+	// nil: none. Pass os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 }
 
 // ExternalBackend hands out servers that already run somewhere else. It starts and stops
@@ -28,8 +36,8 @@ type ExternalOptions struct {
 // get ErrExternal, and faults that would destroy its data must be opted into (see
 // faults.Env.AllowDestructive).
 type ExternalBackend struct {
-	lock  []string
-	store string
+	lock  []ServerURL
+	store ServerURL
 }
 
 var (
@@ -37,17 +45,48 @@ var (
 	_ Node    = (*ExternalNode)(nil)
 )
 
-// NewExternalBackend checks that every address is host:port.
+// NewExternalBackend parses every server's address or URL. Its errors name the server
+// as RedactURL shows it.
 func NewExternalBackend(opts ExternalOptions) (*ExternalBackend, error) {
 	if len(opts.Lock) == 0 || opts.Store == "" {
-		return nil, fmt.Errorf("external backend: want at least one lock server and a store, got lock %v, store %q", opts.Lock, opts.Store)
+		redacted := make([]string, len(opts.Lock))
+		for i, l := range opts.Lock {
+			redacted[i] = RedactURL(l)
+		}
+		return nil, fmt.Errorf("external backend: want at least one lock server and a store, got lock %q, store %q", redacted, RedactURL(opts.Store))
 	}
-	for _, a := range append(append([]string(nil), opts.Lock...), opts.Store) {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			return nil, fmt.Errorf("external backend: address %q: %w", a, err)
+	b := &ExternalBackend{}
+	for i, raw := range opts.Lock {
+		s, err := ParseServerURL(raw, opts.LookupEnv, opts.Roots)
+		if err != nil {
+			return nil, fmt.Errorf("external backend: lock server %d: %w", i, err)
+		}
+		b.lock = append(b.lock, s)
+	}
+	s, err := ParseServerURL(opts.Store, opts.LookupEnv, opts.Roots)
+	if err != nil {
+		return nil, fmt.Errorf("external backend: store: %w", err)
+	}
+	b.store = s
+	return b, nil
+}
+
+// URLs are the servers as plans record them: URLs with every password Redacted.
+func (b *ExternalBackend) URLs() (lock []string, store string) {
+	for _, s := range b.lock {
+		lock = append(lock, s.URL)
+	}
+	return lock, b.store.URL
+}
+
+// TLS reports whether any server is reached over TLS.
+func (b *ExternalBackend) TLS() bool {
+	for _, s := range append(append([]ServerURL(nil), b.lock...), b.store) {
+		if s.Access.TLS != nil {
+			return true
 		}
 	}
-	return &ExternalBackend{lock: append([]string(nil), opts.Lock...), store: opts.Store}, nil
+	return false
 }
 
 // Name is "external".
@@ -57,10 +96,11 @@ func (b *ExternalBackend) Name() string { return "external" }
 // It refuses what it cannot honour on a server it did not start: a persistence setting,
 // extra arguments, libfaketime.
 func (b *ExternalBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, error) {
-	addr, err := b.addrOf(cfg.Name)
+	srv, err := b.serverOf(cfg.Name)
 	if err != nil {
 		return nil, err
 	}
+	addr := srv.Addr
 	switch {
 	case cfg.Faketime:
 		return nil, fmt.Errorf("external server %s (%s): cannot run it under libfaketime; use clock faults with mode emulated", cfg.Name, addr)
@@ -71,36 +111,62 @@ func (b *ExternalBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, 
 	}
 	pctx, cancel := context.WithTimeout(ctx, externalProbeTimeout)
 	defer cancel()
-	c := newProbeClient(addr)
+	opts := srv.Access.Apply(ExactlyOnce(addr, externalProbeTimeout))
+	opts.PoolSize = 1
+	c := redis.NewClient(opts)
 	defer c.Close()
 	if err := c.Ping(pctx).Err(); err != nil {
-		return nil, fmt.Errorf("external server %s (%s) does not answer: %w", cfg.Name, addr, err)
+		return nil, fmt.Errorf("external server %s (%s) does not answer: %s", cfg.Name, srv.URL, answerError(err, srv.Access))
 	}
-	return &ExternalNode{name: cfg.Name, addr: addr}, nil
+	return &ExternalNode{name: cfg.Name, addr: addr, url: srv.URL, access: srv.Access}, nil
 }
 
-// addrOf maps a node name Start uses to the address given for it.
-func (b *ExternalBackend) addrOf(name string) (string, error) {
+// answerError says what a failed probe means, without the password: a refused AUTH
+// names where the credentials come from.
+func answerError(err error, a Access) string {
+	msg := Scrub(err.Error(), a)
+	switch {
+	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"),
+		strings.Contains(msg, "invalid username-password"):
+		return msg + " (authentication failed: check the user and password, given in the URL or in $" + EnvUsername + " and $" + EnvPassword + ")"
+	case strings.Contains(msg, "NOAUTH"):
+		return msg + " (the server wants a password: give it in the URL, redis://user:password@host:port, or in $" + EnvPassword + ")"
+	case strings.Contains(msg, "AUTH") && strings.Contains(msg, "without any password configured"):
+		return msg + " (a password was given, from the URL or $" + EnvPassword + ", but the server has none)"
+	}
+	return msg
+}
+
+// serverOf maps a node name Start uses to the server given for it.
+func (b *ExternalBackend) serverOf(name string) (ServerURL, error) {
 	if name == "store" {
 		return b.store, nil
 	}
 	if i, err := strconv.Atoi(strings.TrimPrefix(name, "lock-")); err == nil && strings.HasPrefix(name, "lock-") && i >= 0 && i < len(b.lock) {
 		return b.lock[i], nil
 	}
-	return "", fmt.Errorf("external backend has no server for node %q (it has lock-0 to lock-%d and store)", name, len(b.lock)-1)
+	return ServerURL{}, fmt.Errorf("external backend has no server for node %q (it has lock-0 to lock-%d and store)", name, len(b.lock)-1)
 }
 
 // Close does nothing: the servers are not ours to stop.
 func (b *ExternalBackend) Close() error { return nil }
 
 // ExternalNode is a server the harness did not start.
-type ExternalNode struct{ name, addr string }
+type ExternalNode struct {
+	name, addr string
+	url        string // as shown: the password Redacted
+	access     Access
+}
 
 // Name is the node's name in the topology.
 func (n *ExternalNode) Name() string { return n.name }
 
-// Addr is the address it was given.
+// Addr is its host:port.
 func (n *ExternalNode) Addr() string { return n.addr }
+
+// URL is the server's URL as given, with its password Redacted (host:port when it was
+// given so).
+func (n *ExternalNode) URL() string { return n.url }
 
 // LogPath is "": the server's log is not ours to read.
 func (n *ExternalNode) LogPath() string { return "" }

@@ -56,7 +56,7 @@ func VerifyHealed(ctx context.Context, env *Env) error {
 func ping(ctx context.Context, n cluster.Node) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	rdb := redis.NewClient(cluster.ExactlyOnce(n.Addr(), pingTimeout))
+	rdb := redis.NewClient(cluster.NodeOptions(n, pingTimeout))
 	defer rdb.Close()
 	return rdb.Ping(ctx).Err()
 }

@@ -150,7 +150,7 @@ func (c *serverClock) injectEmulated(ctx context.Context, env *Env, n cluster.No
 	what := fmt.Sprintf("emulated: TTL shaving: every volatile key of redis %s (db 0) had its remaining TTL %s by %s at once, as if its clock jumped %s",
 		n.Name(), how, c.spec.Offset.Abs(), signed(c.spec.Offset))
 	c.window = openWindow(env, c.spec, what)
-	shifted, expired, err := shiftTTLs(ctx, n.Addr(), -c.spec.Offset)
+	shifted, expired, err := shiftTTLs(ctx, n, -c.spec.Offset)
 	if err != nil {
 		closeWindow(env, &c.window)
 		return fmt.Errorf("emulate a clock jump of %+v on redis %s: %w", c.spec.Offset, n.Name(), err)
@@ -169,7 +169,7 @@ func (c *serverClock) Heal(ctx context.Context, env *Env) error {
 		return nil
 	}
 	if c.emulated() {
-		if _, _, err := shiftTTLs(ctx, c.node.Addr(), c.spec.Offset); err != nil {
+		if _, _, err := shiftTTLs(ctx, c.node, c.spec.Offset); err != nil {
 			return fmt.Errorf("undo the emulated clock jump on redis %s: %w", c.node.Name(), err)
 		}
 	} else if err := c.node.(cluster.ClockNode).SetClock(0, 1); err != nil {
@@ -231,11 +231,15 @@ until cursor == "0"
 return {shifted, expired}
 `
 
-// shiftTTLs runs shiftScript on the server at addr (database 0, where locks live).
-func shiftTTLs(ctx context.Context, addr string, by time.Duration) (shifted, expired int64, err error) {
+// shiftTTLs runs shiftScript on server n, in the database its clients use (an external
+// server's Access; else 0, where locks live).
+func shiftTTLs(ctx context.Context, n cluster.Node, by time.Duration) (shifted, expired int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, shiftTimeout)
 	defer cancel()
-	c := serverClient(addr)
+	addr := n.Addr()
+	opts := cluster.NodeOptions(n, pingTimeout)
+	opts.PoolSize = 1
+	c := redis.NewClient(opts)
 	defer c.Close()
 	res, err := c.Eval(ctx, shiftScript, nil, by.Milliseconds()).Int64Slice()
 	if err != nil {

@@ -56,7 +56,7 @@ func newRedlock(cfg Config) (Locker, error) {
 		scripts: newScripts(),
 	}
 	for _, addr := range cfg.Addrs {
-		l.clients = append(l.clients, NewClient(addr, cfg.Timeout))
+		l.clients = append(l.clients, cfg.Client(addr))
 	}
 	return l, nil
 }

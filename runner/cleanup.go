@@ -23,7 +23,7 @@ func removeKeys(ctx context.Context, cl *cluster.Cluster, namespace string) (int
 		if !cluster.IsExternal(n) {
 			continue
 		}
-		rdb := redis.NewClient(&redis.Options{Addr: n.Addr(), DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, DisableIdentity: true})
+		rdb := redis.NewClient(cluster.AccessOf(n).Apply(&redis.Options{Addr: n.Addr(), DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, DisableIdentity: true}))
 		for _, pattern := range []string{namespace + "*", workload.StoreKeyPrefix + namespace + "*"} {
 			k, err := unlinkMatching(ctx, rdb, pattern)
 			removed += k
@@ -56,4 +56,19 @@ func unlinkMatching(ctx context.Context, rdb *redis.Client, pattern string) (int
 			return removed, nil
 		}
 	}
+}
+
+// storeAccess is how the workload uses the store at each address it dials: every
+// client's link, and the store's own address (the job queue's producer and reaper).
+// nil when the store needs a plain connection only.
+func storeAccess(cl *cluster.Cluster, eps []cluster.Endpoints) map[string]cluster.Access {
+	a := cluster.AccessOf(cl.Store)
+	if a.IsZero() {
+		return nil
+	}
+	m := map[string]cluster.Access{cl.Store.Addr(): a}
+	for _, ep := range eps {
+		m[ep.Store] = a
+	}
+	return m
 }

@@ -61,10 +61,10 @@ type monitor struct {
 func startMonitor(cl *cluster.Cluster, faulted func(name string) bool) *monitor {
 	m := &monitor{stop: make(chan struct{}), done: make(chan struct{}), faulted: faulted}
 	for _, n := range cl.Nodes() {
-		m.clients = append(m.clients, redis.NewClient(&redis.Options{
+		m.clients = append(m.clients, redis.NewClient(cluster.AccessOf(n).Apply(&redis.Options{
 			Addr: n.Addr(), DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
 			PoolSize: 1, MaxRetries: -1, DisableIdentity: true,
-		}))
+		})))
 		m.names = append(m.names, n.Name())
 	}
 	go m.run()

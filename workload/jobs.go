@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -145,12 +144,11 @@ type jobQueue struct {
 func runJobs(ctx context.Context, stop <-chan struct{}, cfg Config) error {
 	j := cfg.Jobs
 	q := &jobQueue{cfg: &cfg, keys: newQueueKeys(cfg.Namespace), drained: make(chan struct{})}
-	opts := cluster.ExactlyOnce(j.QueueAddr, cfg.Timeout)
-	q.rdb = redis.NewClient(opts)
+	q.rdb = redis.NewClient(cfg.options(j.QueueAddr))
 	defer q.rdb.Close()
 
 	workers, err := newClients(&cfg, func(c *client) {
-		o := cluster.ExactlyOnce(cfg.StoreAddr(c.id), cfg.Timeout)
+		o := cfg.options(cfg.StoreAddr(c.id))
 		o.PoolSize = 2
 		c.queue = redis.NewClient(o)
 	})

@@ -66,7 +66,11 @@ type Store struct {
 // NewStore connects to the store server at addr. Retries are off: a retried write could
 // apply twice while the history shows it once.
 func NewStore(addr string, mode Fencing, timeout time.Duration) *Store {
-	opts := cluster.ExactlyOnce(addr, timeout)
+	return newStore(cluster.ExactlyOnce(addr, timeout), mode)
+}
+
+// newStore is NewStore with the client's options (an external store's Access applied).
+func newStore(opts *redis.Options, mode Fencing) *Store {
 	opts.PoolSize = 4
 	return &Store{mode: mode, rdb: redis.NewClient(opts)}
 }

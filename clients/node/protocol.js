@@ -47,8 +47,36 @@ function timeoutMs() {
   return timeout;
 }
 
+// access reads how to use servers that need more than a plain connection (external
+// ones): LOCKLAB_REDIS_USERNAME, LOCKLAB_REDIS_PASSWORD, LOCKLAB_REDIS_DB, and for TLS
+// LOCKLAB_REDIS_TLS=1 with LOCKLAB_REDIS_CA (the CA bundle) and
+// LOCKLAB_REDIS_TLS_SERVERNAME (one name per address of LOCKLAB_ADDRS, to check each
+// server's certificate against: the address dialled is locklab's link, not the server's
+// name). It returns a function of an address's index that gives the ioredis options
+// for it. Secrets come only from the environment and are never logged.
+function access(count) {
+  const env = process.env;
+  const base = {};
+  if (env.LOCKLAB_REDIS_USERNAME) base.username = env.LOCKLAB_REDIS_USERNAME;
+  if (env.LOCKLAB_REDIS_PASSWORD) base.password = env.LOCKLAB_REDIS_PASSWORD;
+  if (env.LOCKLAB_REDIS_DB) {
+    const db = Number(env.LOCKLAB_REDIS_DB);
+    if (!Number.isInteger(db) || db < 0) throw new Error(`bad LOCKLAB_REDIS_DB ${JSON.stringify(env.LOCKLAB_REDIS_DB)}`);
+    base.db = db;
+  }
+  const tls = env.LOCKLAB_REDIS_TLS || "";
+  if (tls !== "" && tls !== "0" && tls !== "1") throw new Error(`bad LOCKLAB_REDIS_TLS ${JSON.stringify(tls)}: want 1 or unset`);
+  if (tls !== "1") return () => ({ ...base });
+  const names = list("LOCKLAB_REDIS_TLS_SERVERNAME");
+  if (names.length !== count) {
+    throw new Error(`LOCKLAB_REDIS_TLS_SERVERNAME names ${names.length} servers for the ${count} of LOCKLAB_ADDRS`);
+  }
+  const ca = env.LOCKLAB_REDIS_CA ? require("node:fs").readFileSync(env.LOCKLAB_REDIS_CA) : undefined;
+  return (i) => ({ ...base, tls: { servername: names[i], ...(ca ? { ca } : {}) } });
+}
+
 // config reads the environment: the timeout, and the ioredis options that reach the
-// servers — one server (LOCKLAB_ADDRS), or the primary followed through Sentinel
+// servers — one server (LOCKLAB_ADDRS, with its access), or the primary followed through Sentinel
 // (LOCKLAB_SENTINELS, LOCKLAB_MASTER, LOCKLAB_VIA) — merged over the client's own
 // options, base(timeout).
 function config(base) {
@@ -60,7 +88,7 @@ function config(base) {
     if (addrs.length !== 1) {
       throw new Error(`LOCKLAB_ADDRS must name exactly one server, got ${JSON.stringify(process.env.LOCKLAB_ADDRS)}`);
     }
-    return { timeout, opts: { ...opts, ...parseAddr(addrs[0]) } };
+    return { timeout, opts: { ...opts, ...access(1)(0), ...parseAddr(addrs[0]) } };
   }
   // Replicated topology: follow the primary through Sentinel; addresses the Sentinels
   // name are rewritten to this client's links (LOCKLAB_VIA).
@@ -89,7 +117,8 @@ function config(base) {
 // configNodes reads the environment of a lock over N independent servers (topology
 // "nodes", as Redlock): the timeout, and one set of ioredis options per address of
 // LOCKLAB_ADDRS (at least one), each the client's own options, base(timeout), plus the
-// address. Sentinels are refused: these servers are independent, not one primary.
+// address and its access (see access). Sentinels are refused: these servers are
+// independent, not one primary.
 function configNodes(base) {
   const timeout = timeoutMs();
   if (list("LOCKLAB_SENTINELS").length > 0) {
@@ -100,7 +129,8 @@ function configNodes(base) {
     throw new Error(`LOCKLAB_ADDRS must name at least one server, got ${JSON.stringify(process.env.LOCKLAB_ADDRS)}`);
   }
   const opts = base(timeout);
-  return { timeout, nodes: addrs.map((a) => ({ ...opts, ...parseAddr(a) })) };
+  const acc = access(addrs.length);
+  return { timeout, nodes: addrs.map((a, i) => ({ ...opts, ...acc(i), ...parseAddr(a) })) };
 }
 
 // atMostOnce are ioredis options that send each command at most once and fail rather
@@ -220,4 +250,4 @@ async function serve({ name, options, ops, extend, connect, nodes, library }) {
   }
 }
 
-module.exports = { PROTOCOL, logger, parseAddr, list, timeoutMs, config, configNodes, atMostOnce, answer, unknown, handle, ready, serve };
+module.exports = { PROTOCOL, logger, parseAddr, list, timeoutMs, access, config, configNodes, atMostOnce, answer, unknown, handle, ready, serve };

@@ -29,6 +29,7 @@ import collections
 import json
 import math
 import os
+import ssl
 import sys
 import time
 
@@ -130,6 +131,50 @@ def connection_options(timeout_s):
     )
 
 
+def access_options():
+    """How to use servers that need more than a plain connection (external ones), from
+    the environment only (secrets never reach the command line or a protocol line):
+    LOCKLAB_REDIS_USERNAME, LOCKLAB_REDIS_PASSWORD, LOCKLAB_REDIS_DB, and
+    LOCKLAB_REDIS_TLS=1 with LOCKLAB_REDIS_CA (the CA bundle to trust) and
+    LOCKLAB_REDIS_TLS_SERVERNAME (the name to check the certificate against: the address
+    dialled is locklab's link, not the server's name). The connection options to add,
+    and the TLS server name (None without TLS)."""
+    opts = {}
+    if os.environ.get("LOCKLAB_REDIS_USERNAME"):
+        opts["username"] = os.environ["LOCKLAB_REDIS_USERNAME"]
+    if os.environ.get("LOCKLAB_REDIS_PASSWORD"):
+        opts["password"] = os.environ["LOCKLAB_REDIS_PASSWORD"]
+    db = os.environ.get("LOCKLAB_REDIS_DB", "")
+    if db:
+        if not db.isdigit():
+            raise ValueError(f"bad LOCKLAB_REDIS_DB {db!r}")
+        opts["db"] = int(db)
+    tls = os.environ.get("LOCKLAB_REDIS_TLS", "")
+    if tls in ("", "0"):
+        return opts, None
+    if tls != "1":
+        raise ValueError(f"bad LOCKLAB_REDIS_TLS {tls!r}: want 1 or unset")
+    names = env_list("LOCKLAB_REDIS_TLS_SERVERNAME")
+    if len(names) != 1:
+        raise ValueError(f"LOCKLAB_REDIS_TLS_SERVERNAME must name exactly one server, got {len(names)}")
+    return opts, names[0]
+
+
+def tls_connection(server_name, cafile):
+    """A redis-py connection class that speaks TLS to its address and checks the server's
+    certificate (chain against cafile, or the system's CAs, and host name) against
+    server_name. redis-py 4.3.4's SSLConnection checks the certificate against the address
+    it dials, which is locklab's link on 127.0.0.1."""
+
+    class NamedTLSConnection(redis.connection.Connection):
+        def _connect(self):
+            sock = super()._connect()  # TCP, with its timeouts
+            context = ssl.create_default_context(cafile=cafile)  # CERT_REQUIRED, host name checked
+            return context.wrap_socket(sock, server_hostname=server_name)
+
+    return NamedTLSConnection
+
+
 class ViaSentinel(Sentinel):
     """redis-py's Sentinel client, dialling the primary it discovers through this client's
     own link to it (LOCKLAB_VIA: from=to), where locklab injects network faults."""
@@ -144,8 +189,9 @@ class ViaSentinel(Sentinel):
 
 
 def connect():
-    """The redis-py client for the environment: one server (LOCKLAB_ADDRS), or the
-    primary followed through Sentinel (LOCKLAB_SENTINELS, LOCKLAB_MASTER, LOCKLAB_VIA)."""
+    """The redis-py client for the environment: one server (LOCKLAB_ADDRS, with its
+    access_options), or the primary followed through Sentinel (LOCKLAB_SENTINELS,
+    LOCKLAB_MASTER, LOCKLAB_VIA)."""
     opts = connection_options(timeout_seconds())
     sentinels = env_list("LOCKLAB_SENTINELS")
     if not sentinels:
@@ -153,7 +199,11 @@ def connect():
         if len(addrs) != 1:
             raise ValueError(f"LOCKLAB_ADDRS must name exactly one server, got {os.environ.get('LOCKLAB_ADDRS')!r}")
         host, port = parse_addr(addrs[0])
-        return redis.Redis(host=host, port=port, **opts)
+        extra, server_name = access_options()
+        if server_name is None:
+            return redis.Redis(host=host, port=port, **opts, **extra)
+        cls = tls_connection(server_name, os.environ.get("LOCKLAB_REDIS_CA") or None)
+        return redis.Redis(connection_pool=redis.ConnectionPool(connection_class=cls, host=host, port=port, **opts, **extra))
     master = os.environ.get("LOCKLAB_MASTER", "")
     if not master:
         raise ValueError("LOCKLAB_SENTINELS given without LOCKLAB_MASTER")

@@ -156,6 +156,9 @@ func configFromEnv() (lockimpl.Config, error) {
 		return cfg, fmt.Errorf("%s=%q: want a positive number of milliseconds", subprocess.EnvTimeoutMS, os.Getenv(subprocess.EnvTimeoutMS))
 	}
 	cfg.Timeout = time.Duration(ms) * time.Millisecond
+	if cfg.Access, err = subprocess.AccessFromEnv(cfg.Addrs, os.LookupEnv); err != nil {
+		return cfg, err
+	}
 	if via := list(subprocess.EnvVia); len(via) > 0 {
 		cfg.Via = map[string]string{}
 		for _, kv := range via {

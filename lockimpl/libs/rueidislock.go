@@ -111,6 +111,13 @@ func newRueidisLock(cfg lockimpl.Config) (lockimpl.Locker, error) {
 		}
 		opt.InitAddress = []string{addr}
 		opt.ForceSingleClient = true // no CLUSTER probe: it is one server
+		// An external server's user, password, database and TLS (ServerName: the host the
+		// user named; the address dialled is this client's link).
+		a := cfg.Access[addr]
+		opt.Username, opt.Password, opt.SelectDB = a.Username, a.Password, a.DB
+		if a.TLS != nil {
+			opt.TLSConfig = a.TLS.Clone()
+		}
 	} else {
 		if cfg.Master == "" {
 			return nil, fmt.Errorf("%s: sentinels given without the master name they monitor", name)

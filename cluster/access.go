@@ -1,0 +1,308 @@
+package cluster
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The environment a password (and its user) may come from instead of a server's URL, so
+// that it appears on no command line and in no plan. They apply to every external server
+// whose URL carries no password (or the redacted one plans record), and a subprocess
+// client gets its servers' credentials under the same names (docs/subprocess-protocol.md).
+const (
+	EnvUsername = "LOCKLAB_REDIS_USERNAME"
+	EnvPassword = "LOCKLAB_REDIS_PASSWORD"
+)
+
+// Redacted stands for a password wherever a URL is shown or stored: plans, reports,
+// messages. A URL whose password is Redacted takes it from EnvPassword.
+const Redacted = "xxxxx"
+
+// Access is what a client needs, besides an address, to use a server: the ACL user (""
+// is the default user), its password, the database, and TLS. The zero Access is what the
+// servers locklab starts want: plain TCP, database 0, no AUTH. Its String never shows
+// the password.
+type Access struct {
+	Username string
+	Password string
+	DB       int
+	// TLS is nil for plain TCP. Its ServerName is the host the user named: clients dial
+	// their own links (proxies on 127.0.0.1), and the certificate is checked against the
+	// server's name, not the link's.
+	TLS *tls.Config
+	// CAFile is the CA bundle TLS trusts ("" for the system's), for clients in other
+	// processes, which load it themselves.
+	CAFile string
+}
+
+// IsZero reports whether a asks for nothing beyond a plain connection.
+func (a Access) IsZero() bool {
+	return a.Username == "" && a.Password == "" && a.DB == 0 && a.TLS == nil
+}
+
+// Apply sets o's user, password, database and TLS to a's and returns o. TLS is cloned:
+// every client gets its own.
+func (a Access) Apply(o *redis.Options) *redis.Options {
+	o.Username, o.Password, o.DB = a.Username, a.Password, a.DB
+	if a.TLS != nil {
+		o.TLSConfig = a.TLS.Clone()
+	}
+	return o
+}
+
+// String describes a for people, with the password redacted.
+func (a Access) String() string {
+	var parts []string
+	if a.Username != "" {
+		parts = append(parts, "user "+a.Username)
+	}
+	if a.Password != "" {
+		parts = append(parts, "password "+Redacted)
+	}
+	if a.DB != 0 {
+		parts = append(parts, "db "+strconv.Itoa(a.DB))
+	}
+	if a.TLS != nil {
+		tlsDesc := "tls " + a.TLS.ServerName
+		if a.CAFile != "" {
+			tlsDesc += " (CA " + a.CAFile + ")"
+		}
+		parts = append(parts, tlsDesc)
+	}
+	if len(parts) == 0 {
+		return "plain"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// GoString is String: %#v must not show the password either.
+func (a Access) GoString() string { return "cluster.Access{" + a.String() + "}" }
+
+// AccessOf is how the harness uses n: an external server's Access; nothing for the
+// servers locklab starts.
+func AccessOf(n Node) Access {
+	if e, ok := n.(*ExternalNode); ok {
+		return e.access
+	}
+	return Access{}
+}
+
+// NodeOptions are ExactlyOnce options for n's own address with n's Access: the
+// harness's own clients of a server (probes, checks, clean-up).
+func NodeOptions(n Node, timeout time.Duration) *redis.Options {
+	return AccessOf(n).Apply(ExactlyOnce(n.Addr(), timeout))
+}
+
+// ServerURL is one server as the user named it.
+type ServerURL struct {
+	Addr   string // host:port, as dialled
+	Access Access
+	// URL is how it is shown and recorded: the URL with the password Redacted (the bare
+	// host:port when that is what was given and no password applies).
+	URL string
+}
+
+// TLSRoots is the CA bundle rediss:// servers are checked against.
+type TLSRoots struct {
+	Pool *x509.CertPool // nil: the system's
+	File string         // where Pool came from, for clients in other processes
+}
+
+// LoadCA reads a PEM CA bundle for TLSRoots.
+func LoadCA(path string) (TLSRoots, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return TLSRoots{}, fmt.Errorf("CA bundle %s: %w", path, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return TLSRoots{}, fmt.Errorf("CA bundle %s: no PEM certificate in it", path)
+	}
+	return TLSRoots{Pool: pool, File: path}, nil
+}
+
+// ParseServerURL reads redis://[user[:password]@]host[:port][/db], rediss://... (TLS,
+// checked against roots) or a bare host:port, with go-redis's ParseURL. A password that
+// the URL leaves out, or gives as Redacted, comes from EnvPassword through lookupEnv (and
+// a user the URL leaves out from EnvUsername); a Redacted one without EnvPassword is an
+// error. Query parameters are refused: locklab sets its clients' timeouts and retries
+// itself. No error shows the password.
+func ParseServerURL(raw string, lookupEnv func(string) (string, bool), roots TLSRoots) (ServerURL, error) {
+	raw = strings.TrimSpace(raw)
+	shown := RedactURL(raw)
+	s, err := parseServerURL(raw, lookupEnv, roots)
+	if err != nil {
+		return ServerURL{}, fmt.Errorf("server %q: %s", shown, scrub(err.Error(), urlPassword(raw)))
+	}
+	return s, nil
+}
+
+func parseServerURL(raw string, lookupEnv func(string) (string, bool), roots TLSRoots) (ServerURL, error) {
+	if lookupEnv == nil {
+		lookupEnv = func(string) (string, bool) { return "", false }
+	}
+	if raw == "" {
+		return ServerURL{}, errors.New("empty address")
+	}
+	if !strings.Contains(raw, "://") {
+		if strings.Contains(raw, "@") {
+			return ServerURL{}, errors.New("credentials need a URL: redis://user:password@host:port")
+		}
+		if _, _, err := net.SplitHostPort(raw); err != nil {
+			return ServerURL{}, fmt.Errorf("want host:port, redis://[user:password@]host:port[/db] or rediss://...: %w", err)
+		}
+		s := ServerURL{Addr: raw, URL: raw}
+		fromEnv(&s.Access, "", false, lookupEnv)
+		if s.Access.Password != "" || s.Access.Username != "" {
+			s.URL = redactedURL("redis", s.Access, raw)
+		}
+		return s, nil
+	}
+	scheme, _, _ := strings.Cut(raw, "://")
+	if scheme != "redis" && scheme != "rediss" {
+		return ServerURL{}, fmt.Errorf("scheme %q: want redis:// or rediss:// (or a bare host:port)", scheme)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error quotes the whole URL, password and all
+		}
+		return ServerURL{}, err
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return ServerURL{}, errors.New("query parameters and fragments are not supported: locklab sets its clients' timeouts and retries itself")
+	}
+	opts, err := redis.ParseURL(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return ServerURL{}, err
+	}
+	a := Access{Username: opts.Username, Password: opts.Password, DB: opts.DB}
+	_, hasPassword := u.User.Password() // nil-safe
+	if hasPassword && a.Password == Redacted {
+		if pw, ok := lookupEnv(EnvPassword); ok && pw != "" {
+			a.Password = pw
+		} else {
+			return ServerURL{}, fmt.Errorf("its password is not recorded (plans show it as %s): set %s", Redacted, EnvPassword)
+		}
+	} else if !hasPassword {
+		fromEnv(&a, a.Username, a.Username != "", lookupEnv)
+	}
+	if opts.TLSConfig != nil {
+		a.TLS = opts.TLSConfig
+		a.TLS.RootCAs = roots.Pool
+		a.CAFile = roots.File
+	}
+	return ServerURL{Addr: opts.Addr, Access: a, URL: redactedURL(scheme, a, opts.Addr)}, nil
+}
+
+// fromEnv fills in a password, and a user unless the URL named one, from the environment.
+func fromEnv(a *Access, user string, userGiven bool, lookupEnv func(string) (string, bool)) {
+	pw, ok := lookupEnv(EnvPassword)
+	if !ok || pw == "" {
+		return
+	}
+	a.Password = pw
+	if !userGiven {
+		if u, ok := lookupEnv(EnvUsername); ok {
+			user = u
+		}
+	}
+	a.Username = user
+}
+
+// redactedURL is the URL of a server at addr with access a, its password Redacted.
+func redactedURL(scheme string, a Access, addr string) string {
+	u := url.URL{Scheme: scheme, Host: addr}
+	switch {
+	case a.Password != "":
+		u.User = url.UserPassword(a.Username, Redacted)
+	case a.Username != "":
+		u.User = url.User(a.Username)
+	}
+	if a.DB != 0 {
+		u.Path = "/" + strconv.Itoa(a.DB)
+	}
+	return u.String()
+}
+
+// RedactURL is raw with the password of its userinfo, if any, replaced by Redacted. It
+// works on text that does not parse, for error messages: everything between the first
+// colon of the userinfo and the last "@" goes.
+func RedactURL(raw string) string {
+	prefix, rest := "", raw
+	if scheme, after, ok := strings.Cut(raw, "://"); ok {
+		prefix, rest = scheme+"://", after
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	return prefix + user + ":" + Redacted + rest[at:]
+}
+
+// urlPassword is the password text of raw's userinfo (as RedactURL finds it), and its
+// unescaped form, for scrubbing messages.
+func urlPassword(raw string) []string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		rest = raw
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return nil
+	}
+	_, pw, ok := strings.Cut(rest[:at], ":")
+	if !ok || pw == "" {
+		return nil
+	}
+	out := []string{pw}
+	if un, err := url.PathUnescape(pw); err == nil && un != pw {
+		out = append(out, un)
+	}
+	return out
+}
+
+// scrub replaces every secret in s by Redacted.
+func scrub(s string, secrets []string) string {
+	for _, sec := range secrets {
+		if sec != "" && sec != Redacted {
+			s = strings.ReplaceAll(s, sec, Redacted)
+		}
+	}
+	return s
+}
+
+// Scrub replaces every password of accesses, and their URL-escaped forms, in s by
+// Redacted: a last guard on messages that may quote a server's answer or a library's.
+func Scrub(s string, accesses ...Access) string {
+	var secrets []string
+	for _, a := range accesses {
+		if a.Password != "" {
+			secrets = append(secrets, a.Password, url.QueryEscape(a.Password), url.PathEscape(a.Password),
+				strings.TrimPrefix(url.UserPassword("", a.Password).String(), ":"))
+		}
+	}
+	// Longest first, so that an escaped form is not half-replaced by a shorter one.
+	slices.SortStableFunc(secrets, func(x, y string) int { return len(y) - len(x) })
+	return scrub(s, secrets)
+}
