@@ -262,6 +262,9 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 			p.Persistence = rapid.SampledFrom([]string{string(cluster.PersistNone), string(cluster.PersistAOFEverysec), string(cluster.PersistAOFAlways)}).Draw(t, "persistence")
 		case f.Kind == "server-clock" && f.Mode == faults.ClockModeFaketime:
 			p.ServerClock = cluster.ClockFaketime
+		case f.Kind == "client-clock" && impl.Process:
+			// The client's own clock moves too, where libfaketime reaches it.
+			p.ClientClock = cluster.ClockFaketime
 		case f.Kind == "failover" && f.Mode == faults.FailoverSentinel:
 			// Sentinel takes about two seconds to promote: the run must go on long
 			// enough after it for the other clients to meet the new primary.
@@ -386,6 +389,10 @@ func faultGens() map[string]faultGen {
 			f.At = plan.D(e.run * time.Duration(rapid.IntRange(0, 9).Draw(t, "at_20th")) / 20)
 			if !crash {
 				f.Duration = plan.D(e.ttlQuarters(t, 1, 12))
+				if e.impl.Process {
+					// A client process can also stop whole, renewals included.
+					f.Mode = rapid.SampledFrom([]string{"", faults.PauseProcess}).Draw(t, "pause_mode")
+				}
 			}
 			return f
 		}}

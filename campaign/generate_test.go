@@ -263,3 +263,42 @@ func TestLockNodesAreTheClustersNames(t *testing.T) {
 		}
 	}
 }
+
+// TestGeneratorReachesClientProcessesAndOptions: for a client that runs as a process of
+// its own the generator draws stop-the-world pauses and moves the client's own clock,
+// and for a library with options it draws them; every such plan validates.
+func TestGeneratorReachesClientProcessesAndOptions(t *testing.T) {
+	reg := locks.All()
+	gen, err := PlanGen(reg, Space{Impls: []string{"redis-py", "redsync"}, Faults: []string{"client-pause", "client-clock"}, MinFaults: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i := range draws {
+		p := gen.Example(i + 1)
+		if err := p.Validate(reg); err != nil {
+			t.Fatalf("draw %d: %v", i, err)
+		}
+		for _, f := range p.Faults {
+			if f.Kind == "client-pause" && f.Mode == "process" {
+				seen[p.Impl+" stop-the-world"]++
+			}
+		}
+		if p.ClientClock == "faketime" {
+			seen[p.Impl+" client clock faketime"]++
+		}
+		if len(p.ImplOptions) > 0 {
+			seen[p.Impl+" options"]++
+		}
+	}
+	for _, want := range []string{"redis-py stop-the-world", "redis-py client clock faketime", "redsync options"} {
+		if seen[want] == 0 {
+			t.Errorf("never drew %s (seen %v)", want, seen)
+		}
+	}
+	for _, never := range []string{"redsync stop-the-world", "redsync client clock faketime"} {
+		if seen[never] > 0 {
+			t.Errorf("drew %s for an in-process lock", never)
+		}
+	}
+}

@@ -2,11 +2,13 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/faketime"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -39,6 +41,17 @@ type SkewClock struct {
 	since  time.Time     // real time when the skew was set
 	offset time.Duration // jump applied at since
 	rate   float64       // speed after since
+	// file, when set, is the same clock for the client's process, under libfaketime
+	// (Mirror): a skew moves both.
+	file *faketime.Clock
+}
+
+// Mirror makes every skew of c move f too: the wall clock of the client's process,
+// which runs under libfaketime reading f.
+func (c *SkewClock) Mirror(f *faketime.Clock) {
+	c.mu.Lock()
+	c.file = f
+	c.mu.Unlock()
 }
 
 // Now is the skewed time.
@@ -54,20 +67,28 @@ func (c *SkewClock) Now() time.Time {
 }
 
 // Skew jumps the clock by offset from its current reading and makes it run at rate.
-func (c *SkewClock) Skew(offset time.Duration, rate float64) {
+func (c *SkewClock) Skew(offset time.Duration, rate float64) error {
 	now := c.Now()
 	real := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.skewed, c.since, c.rate = true, real, rate
 	c.offset = now.Sub(real) + offset
+	if c.file != nil {
+		return c.file.Set(real, c.offset, rate)
+	}
+	return nil
 }
 
 // Reset makes the clock the system clock again.
-func (c *SkewClock) Reset() {
+func (c *SkewClock) Reset() error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.skewed = false
-	c.mu.Unlock()
+	if c.file != nil {
+		return c.file.Set(time.Now(), 0, 1)
+	}
+	return nil
 }
 
 // clientClock is the client-clock fault: the target client's clock (or every client's)
@@ -108,10 +129,11 @@ func (c *clientClock) Inject(_ context.Context, env *Env) error {
 	if rate == 0 {
 		rate = 1
 	}
+	var errs []error
 	for _, clk := range clocks {
-		clk.Skew(c.spec.Offset, rate)
+		errs = append(errs, clk.Skew(c.spec.Offset, rate))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (c *clientClock) Heal(_ context.Context, env *Env) error {
@@ -119,8 +141,19 @@ func (c *clientClock) Heal(_ context.Context, env *Env) error {
 	if err != nil {
 		return nil // never injected
 	}
+	var errs []error
 	for _, clk := range clocks {
-		clk.Reset()
+		errs = append(errs, clk.Reset())
 	}
+	return errors.Join(errs...)
+}
+
+// MirrorClientClock makes client's clock move f too (SkewClock.Mirror): the wall clock of
+// the client's process under libfaketime.
+func (e *Env) MirrorClientClock(client int, f *faketime.Clock) error {
+	if client < 0 || client >= len(e.clocks) {
+		return fmt.Errorf("no clock for client %d", client)
+	}
+	e.clocks[client].Mirror(f)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/faketime"
 )
 
 // DefaultTimeout is the per-command network timeout when Config.Timeout is 0.
@@ -33,6 +34,11 @@ type Config struct {
 	// Log receives what a client process writes to its stderr (subprocess clients), for
 	// the run directory; nil: kept only for error messages.
 	Log io.Writer
+	// FakeClock, when set, moves the wall clock of a client that runs as a process of its
+	// own: the process starts under libfaketime reading this clock's file, and a
+	// client-clock fault moves it with Clock. It reaches only programs that read the time
+	// through libc (Node.js, Python): Go programs read it without libc.
+	FakeClock *faketime.Clock
 	// Options are the implementation's option values (Impl.ResolveOptions); a missing
 	// value is the option's default (Option.Bool and its siblings read them).
 	Options Options

@@ -17,6 +17,10 @@ type Impl struct {
 	// NoExtend: its Extend always answers ErrUnsupported without sending anything (a lock
 	// that renews by itself, for one).
 	NoExtend bool
+	// Process: each client runs as a process of its own (a subprocess client), which a
+	// stop-the-world pause (client-pause mode process) and a client clock under
+	// libfaketime (plan client_clock) can reach.
+	Process bool
 	// Options are the library's settings a plan may choose (impl_options); Config.Options
 	// holds their values.
 	Options []Option

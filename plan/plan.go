@@ -29,23 +29,29 @@ type Plan struct {
 	Topology    string                     `json:"topology"`
 	Persistence string                     `json:"persistence,omitempty"`  // lock servers: none (default), aof-everysec, aof-always
 	ServerClock string                     `json:"server_clock,omitempty"` // "faketime": lock servers run under libfaketime, for clock faults
-	Clients     int                        `json:"clients"`
-	Keys        int                        `json:"keys"`
-	TTL         Duration                   `json:"ttl"`
-	Duration    Duration                   `json:"duration"`           // how long clients start new critical sections
-	Work        Duration                   `json:"work"`               // critical section between read and write
-	Think       Duration                   `json:"think"`              // between a release and the next acquire; longer than retry, or the releaser starves the others
-	Retry       Duration                   `json:"retry"`              // mean delay after a refused acquire
-	Timeout     Duration                   `json:"timeout"`            // per network operation
-	Fencing     string                     `json:"fencing"`            // off, writes, full
-	Careless    bool                       `json:"careless,omitempty"` // no validity check before touching the store
-	Extend      float64                    `json:"extend,omitempty"`   // probability that a critical section extends its lease once, halfway through its work
-	Seed        int64                      `json:"seed"`
-	Faults      []FaultSpec                `json:"faults,omitempty"`
+	// ClientClock "faketime": client processes (subprocess clients) run under libfaketime,
+	// so that client-clock faults move the clock they read themselves (Node.js, Python).
+	ClientClock string      `json:"client_clock,omitempty"`
+	Clients     int         `json:"clients"`
+	Keys        int         `json:"keys"`
+	TTL         Duration    `json:"ttl"`
+	Duration    Duration    `json:"duration"`           // how long clients start new critical sections
+	Work        Duration    `json:"work"`               // critical section between read and write
+	Think       Duration    `json:"think"`              // between a release and the next acquire; longer than retry, or the releaser starves the others
+	Retry       Duration    `json:"retry"`              // mean delay after a refused acquire
+	Timeout     Duration    `json:"timeout"`            // per network operation
+	Fencing     string      `json:"fencing"`            // off, writes, full
+	Careless    bool        `json:"careless,omitempty"` // no validity check before touching the store
+	Extend      float64     `json:"extend,omitempty"`   // probability that a critical section extends its lease once, halfway through its work
+	Seed        int64       `json:"seed"`
+	Faults      []FaultSpec `json:"faults,omitempty"`
 	// Workload is what the clients do: "rmw" (the default: read-modify-write of the
 	// protected store under the lock) or "jobs" (workers of a job queue; see Jobs).
 	Workload string    `json:"workload,omitempty"`
 	Jobs     *JobsSpec `json:"jobs,omitempty"`
+	// External names the servers the plan ran on that locklab did not start, passwords
+	// redacted (see External).
+	External *External `json:"external,omitempty"`
 }
 
 // The workloads a plan can name.
@@ -274,10 +280,12 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 	default:
 		return nil, bad("persistence", "want none, aof-everysec or aof-always, got %q", p.Persistence)
 	}
-	switch p.ServerClock {
-	case "", "real", "faketime":
-	default:
-		return nil, bad("server_clock", `want "real" or "faketime", got %q`, p.ServerClock)
+	for _, c := range []struct{ field, v string }{{"server_clock", p.ServerClock}, {"client_clock", p.ClientClock}} {
+		switch c.v {
+		case "", "real", cluster.ClockFaketime:
+		default:
+			return nil, bad(c.field, `want "real" or %q, got %q`, cluster.ClockFaketime, c.v)
+		}
 	}
 	if r.Fencing, err = workload.ParseFencing(p.Fencing); err != nil {
 		return nil, bad("fencing", "%v", err)

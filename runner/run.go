@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/faketime"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/internal/jsonfile"
@@ -230,6 +231,10 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	}
 	logs := clientLogs(opts.Dir, p.Clients)
 	defer closeClientLogs(logs)
+	fakeClocks, err := clientFakeClocks(p, env, opts.Dir)
+	if err != nil {
+		return executed{}, err
+	}
 	for i := range lockers {
 		ep, client := eps[i], i
 		l, err := r.Impl.New(lockimpl.Config{
@@ -242,6 +247,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 			Clock:     env.ClientClock(client),
 			Timeout:   p.Timeout.D(),
 			Options:   r.Options,
+			FakeClock: fakeClocks[i],
 			Step: func(ctx context.Context, step string) error {
 				return gates.Reach(ctx, client, step)
 			},
@@ -254,8 +260,12 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	}
 	procs := make([]faults.ClientProcess, len(lockers))
 	for i, l := range lockers {
-		if p, ok := l.(faults.ClientProcess); ok {
-			procs[i] = p
+		if cp, ok := l.(faults.ClientProcess); ok {
+			procs[i] = cp
+		} else if fakeClocks[i] != nil {
+			closeLockers()
+			return executed{}, fmt.Errorf("plan client_clock %s: %s runs inside locklab, whose Go runtime reads the clock without libc: libfaketime cannot move it (client-clock still moves the clock the harness reads for it; leave client_clock out)",
+				cluster.ClockFaketime, p.Impl)
 		}
 	}
 	gates.SetProcesses(procs)
@@ -317,4 +327,27 @@ func namespace() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return "ll" + hex.EncodeToString(b[:]) + ":"
+}
+
+// clientFakeClocks are the clients' wall clocks under libfaketime when the plan asks
+// for them (client_clock faketime), one file per client in the run directory (a
+// temporary one without it), mirrored by the client-clock faults; else nils.
+func clientFakeClocks(p plan.Plan, env *faults.Env, dir string) ([]*faketime.Clock, error) {
+	out := make([]*faketime.Clock, p.Clients)
+	if p.ClientClock != cluster.ClockFaketime {
+		return out, nil
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("plan client_clock %s: no run directory for the clock files", cluster.ClockFaketime)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "clocks"), 0o755); err != nil {
+		return nil, fmt.Errorf("client clocks: %w", err)
+	}
+	for i := range out {
+		out[i] = faketime.NewClock(filepath.Join(dir, "clocks", fmt.Sprintf("client-%d.faketime", i)))
+		if err := env.MirrorClientClock(i, out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

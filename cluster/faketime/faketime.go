@@ -48,33 +48,29 @@ func Find(ordinary string) (Setup, error) {
 // inherited libfaketime setting, plus libfaketime preloaded and reading its clock from
 // clockFile (a Clock's Path). Only the wall clock is faked (DONT_FAKE_MONOTONIC).
 func (s Setup) Environ(clockFile string) []string {
-	return append(environWithout("LD_PRELOAD", "FAKETIME", "DONT_FAKE_MONOTONIC"),
-		"LD_PRELOAD="+s.Lib,
+	return Preload(os.Environ(), s.Lib, clockFile)
+}
+
+// Preload is env without any inherited libfaketime setting, plus lib (libfaketime)
+// preloaded and reading the wall clock from clockFile (a Clock's Path): the environment
+// of any process whose clock a Clock moves (a server, a lock client that reads the time
+// through libc). Only the wall clock is faked (DONT_FAKE_MONOTONIC).
+func Preload(env []string, lib, clockFile string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "LD_PRELOAD" && !strings.HasPrefix(name, "FAKETIME") && name != "DONT_FAKE_MONOTONIC" {
+			out = append(out, kv)
+		}
+	}
+	return append(out,
+		"LD_PRELOAD="+lib,
 		"FAKETIME_TIMESTAMP_FILE="+clockFile,
 		// Read the file at every clock reading: with libfaketime's default cache a change
 		// would take up to 10 s to be seen. The file is tiny and in the page cache.
 		"FAKETIME_NO_CACHE=1",
 		"DONT_FAKE_MONOTONIC=1",
 	)
-}
-
-// environWithout is the process environment minus variables named or prefixed by
-// prefixes, so that an inherited FAKETIME setting cannot override the node's own.
-func environWithout(prefixes ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		keep := true
-		for _, p := range prefixes {
-			if strings.HasPrefix(name, p) {
-				keep = false
-			}
-		}
-		if keep {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // CacheDir is locklab's cache directory: $LOCKLAB_CACHE, else locklab under the user's

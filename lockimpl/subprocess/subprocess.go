@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/locklab/locklab/cluster/faketime"
 	"github.com/locklab/locklab/lockimpl"
 )
 
@@ -109,6 +110,7 @@ func subprocessOn(topology, name, description string, fencing bool, command func
 		Fencing:     fencing,
 		Topology:    topology,
 		Steps:       []string{lockimpl.StepGranted},
+		Process:     true,
 		New: func(cfg lockimpl.Config) (lockimpl.Locker, error) {
 			argv, err := command()
 			if err != nil {
@@ -121,8 +123,9 @@ func subprocessOn(topology, name, description string, fencing bool, command func
 
 // Impls lists the subprocess clients locklab ships: the Node.js clients of clients/node
 // (the example client, the withLock of a blog post run with ioredis's defaults, and the
-// npm lock libraries redlock and redis-semaphore, see nodelibs.go) and redis-py's Lock
-// (clients/python).
+// npm lock libraries redlock, @sesamecare-oss/redlock and redis-semaphore, see
+// nodelibs.go) and redis-py's Lock (clients/python). The libraries' clients take their
+// options as the libraries' users set them (nodelibs.go, python.go).
 func Impls() []lockimpl.Impl {
 	return []lockimpl.Impl{
 		subprocessImpl("node-ioredis",
@@ -131,18 +134,21 @@ func Impls() []lockimpl.Impl {
 		subprocessImpl("seed-withlock",
 			"the withLock of a widely read blog post's Node.js job queue (SET lock:<key> NX PX, Lua release, no extend) on ioredis's defaults: commands retried, queued and resent after a reconnect",
 			false, nodeClientCommand("seed-withlock.js")),
-		subprocessImpl("redis-py",
-			"redis-py 4.3.4's Lock (Debian's python3-redis) in Python: SET NX PX with a uuid1 token, Lua release and extend, each command sent once",
-			false, pythonClientCommand(pythonMain)),
-		subprocessOn(topologyNodes, "node-redlock",
-			"npm redlock "+nodeRedlockVersion+" (Redlock over N independent servers, ioredis clients), one try per acquire, no automatic extension",
-			false, nodeLibraryCommand("redlock.js", "redlock")),
-		subprocessImpl("redis-semaphore-mutex",
+		withOptions(subprocessImpl("redis-py",
+			"redis-py 4.3.4's Lock (Debian's python3-redis) in Python: SET NX PX with a uuid1 token, Lua release and extend, each command sent once, one try per acquire unless blocking",
+			false, pythonClientCommand(pythonMain)), redisPyOptions()...),
+		withOptions(subprocessOn(topologyNodes, "node-redlock",
+			"npm redlock "+nodeRedlockVersion+" (Redlock over N independent servers, ioredis clients), one try per acquire unless retry_count, automatic extension off (4.2.0 has none)",
+			false, nodeLibraryCommand("redlock.js", "redlock")), nodeRedlockOptions()...),
+		renewsByItself(withOptions(subprocessOn(topologyNodes, "node-redlock-auto",
+			"npm @sesamecare-oss/redlock "+sesamecareRedlockVersion+" (redlock v5's API: Redlock over N independent servers, ioredis clients), each lease held inside using() with automatic extension on, one try per acquire unless retry_count",
+			false, nodeLibraryCommand("redlock-auto.js", "@sesamecare-oss/redlock")), nodeRedlockAutoOptions()...)),
+		withOptions(subprocessImpl("redis-semaphore-mutex",
 			"npm redis-semaphore "+redisSemaphoreVersion+" Mutex (single instance, SET NX PX, refreshes itself every 0.8 ttl), one try per acquire",
-			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "mutex")),
-		subprocessOn(topologyNodes, "redis-semaphore-redlock",
+			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "mutex")), redisSemaphoreOptions()...),
+		withOptions(subprocessOn(topologyNodes, "redis-semaphore-redlock",
 			"npm redis-semaphore "+redisSemaphoreVersion+" RedlockMutex (Redlock over N independent servers, refreshes itself every 0.8 ttl), one try per acquire",
-			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "redlock")),
+			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "redlock")), redisSemaphoreOptions()...),
 	}
 }
 
@@ -156,6 +162,8 @@ type subprocessLocker struct {
 	step    lockimpl.StepFunc
 	timeout time.Duration
 	log     io.Writer // the client's stderr also goes here; nil: nowhere
+	// fakeClock is the client's wall clock under libfaketime (Config.FakeClock), or nil.
+	fakeClock *faketime.Clock
 
 	ops    sync.Mutex // one request at a time, held for the whole exchange
 	nextID int64      // under ops
@@ -183,9 +191,16 @@ func newSubprocessLocker(name string, argv []string, topology string, fencing bo
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if cfg.FakeClock != nil {
+		lib, err := faketime.FindLibfaketime()
+		if err != nil {
+			return nil, fmt.Errorf("%s: client clock under libfaketime: %w", name, err)
+		}
+		env = faketime.Preload(env, lib, cfg.FakeClock.Path())
+	}
 	l := &subprocessLocker{
 		name: name, argv: argv, env: env, fencing: fencing,
-		clock: cfg.Clock, step: cfg.Step, timeout: cfg.Timeout, log: cfg.Log,
+		clock: cfg.Clock, step: cfg.Step, timeout: cfg.Timeout, log: cfg.Log, fakeClock: cfg.FakeClock,
 	}
 	p, h, err := l.start(context.Background())
 	if err != nil {
@@ -548,6 +563,12 @@ func (l *subprocessLocker) broke(p *clientProc, cause error) error {
 
 // start runs the client and waits for its hello.
 func (l *subprocessLocker) start(ctx context.Context) (*clientProc, subprocessHello, error) {
+	if l.fakeClock != nil {
+		// libfaketime counts the file's rate from the moment the process starts.
+		if err := l.fakeClock.Started(time.Now()); err != nil {
+			return nil, subprocessHello{}, err
+		}
+	}
 	p, err := spawnClient(l.argv, l.env, l.log)
 	if err != nil {
 		return nil, subprocessHello{}, err
