@@ -143,9 +143,37 @@ func ParseServerURL(raw string, lookupEnv func(string) (string, bool), roots TLS
 	shown := RedactURL(raw)
 	s, err := parseServerURL(raw, lookupEnv, roots)
 	if err != nil {
-		return ServerURL{}, fmt.Errorf("server %q: %s", shown, scrub(err.Error(), urlPassword(raw)))
+		msg := err.Error()
+		if pw := urlPassword(raw); len(pw) > 0 {
+			// A URL that does not parse may cut its password anywhere (a "/" in it ends
+			// the host): what the parser quotes may be a piece of it.
+			msg = unquote(scrub(msg, pw))
+		}
+		return ServerURL{}, fmt.Errorf("server %q: %s", shown, msg)
 	}
 	return s, nil
+}
+
+// unquote replaces what msg quotes ("...", with Go's escapes) by "…".
+func unquote(msg string) string {
+	var b strings.Builder
+	in, escaped := false, false
+	for _, r := range msg {
+		switch {
+		case !in && r == '"':
+			in = true
+			b.WriteString(`"…"`)
+		case in && escaped:
+			escaped = false
+		case in && r == '\\':
+			escaped = true
+		case in && r == '"':
+			in = false
+		case !in:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 func parseServerURL(raw string, lookupEnv func(string) (string, bool), roots TLSRoots) (ServerURL, error) {

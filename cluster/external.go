@@ -116,7 +116,7 @@ func (b *ExternalBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, 
 	c := redis.NewClient(opts)
 	defer c.Close()
 	if err := c.Ping(pctx).Err(); err != nil {
-		return nil, fmt.Errorf("external server %s (%s) does not answer: %s", cfg.Name, srv.URL, answerError(err, srv.Access))
+		return nil, fmt.Errorf("external server %s (%s) %s", cfg.Name, srv.URL, answerError(err, srv.Access))
 	}
 	return &ExternalNode{name: cfg.Name, addr: addr, url: srv.URL, access: srv.Access}, nil
 }
@@ -128,13 +128,13 @@ func answerError(err error, a Access) string {
 	switch {
 	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"),
 		strings.Contains(msg, "invalid username-password"):
-		return msg + " (authentication failed: check the user and password, given in the URL or in $" + EnvUsername + " and $" + EnvPassword + ")"
+		return "refused the credentials: " + msg + " (check the user and password, given in the URL or in $" + EnvUsername + " and $" + EnvPassword + ")"
 	case strings.Contains(msg, "NOAUTH"):
-		return msg + " (the server wants a password: give it in the URL, redis://user:password@host:port, or in $" + EnvPassword + ")"
+		return "wants a password: " + msg + " (give it in the URL, redis://user:password@host:port, or in $" + EnvPassword + ")"
 	case strings.Contains(msg, "AUTH") && strings.Contains(msg, "without any password configured"):
-		return msg + " (a password was given, from the URL or $" + EnvPassword + ", but the server has none)"
+		return "has no password, but one was given (in the URL or $" + EnvPassword + "): " + msg
 	}
-	return msg
+	return "does not answer: " + msg
 }
 
 // serverOf maps a node name Start uses to the server given for it.

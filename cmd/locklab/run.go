@@ -26,8 +26,7 @@ func newRunCmd() *cobra.Command {
 		fencing                 []string
 		faultFlags              []string
 		checkTimeout            time.Duration
-		externalLock            []string
-		externalStore           string
+		external                externalFlags
 		allowDestructive        bool
 		p                       = plan.Default()
 		ttl, dur, work          time.Duration
@@ -46,7 +45,9 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
   locklab run --impl fenced --clients 4 --ttl 300ms --fault client-pause:at=0s,duration=1s,target=client:0
   locklab run --plan my-plan.json --out runs`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			var accesses []cluster.Access // external servers': their passwords never reach a message
+			defer func() { err = scrubError(err, accesses) }()
 			reg, err := registryFor(cmd)
 			if err != nil {
 				return &statusError{exitError, err}
@@ -56,6 +57,11 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 				return &statusError{exitError, err}
 			}
 			pl, err := overlayFlags(cmd.Flags(), base, p, ttl, dur, work, think, retry, timeout, faultFlags)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
+			// The external servers before the plan is resolved: the plan records them.
+			backend, accesses, err := externalBackend(cmd.Flags(), &pl, external, source)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
@@ -69,13 +75,9 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 				}
 			}
 			opts := runner.Options{CheckTimeout: checkTimeout, AllowDestructive: allowDestructive}
-			if len(externalLock) > 0 || externalStore != "" {
-				b, err := cluster.NewExternalBackend(cluster.ExternalOptions{Lock: externalLock, Store: externalStore})
-				if err != nil {
-					return &statusError{exitError, fmt.Errorf("flags --external-lock/--external-store: %w", err)}
-				}
-				defer b.Close()
-				opts.Backend = b
+			if backend != nil {
+				defer backend.Close()
+				opts.Backend = backend
 			}
 			reports, err := runAll(cmd, plans, out, opts)
 			if len(reports) > 0 {
@@ -108,8 +110,9 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.StringVar(&p.Persistence, "persistence", "", "lock servers' persistence: none, aof-everysec, aof-always")
 	f.StringVar(&p.ServerClock, "server-clock", "", `"faketime" runs the lock servers under libfaketime (for server-clock faults)`)
 	f.StringVar(&out, "out", "out", "directory for run directories")
-	f.StringSliceVar(&externalLock, "external-lock", nil, "run against these existing lock servers (host:port list) instead of starting Redis")
-	f.StringVar(&externalStore, "external-store", "", "with --external-lock: the existing server for the protected store")
+	f.StringSliceVar(&external.lock, "external-lock", nil, "run against these existing lock servers instead of starting Redis: host:port, redis://[user[:password]@]host:port[/db] or rediss://... (a password left out comes from $LOCKLAB_REDIS_PASSWORD)")
+	f.StringVar(&external.store, "external-store", "", "with --external-lock: the existing server for the protected store (host:port or URL, as --external-lock)")
+	f.StringVar(&external.ca, "external-ca", "", "CA bundle (PEM) that rediss:// servers' certificates are checked against (default: the system's)")
 	f.BoolVar(&allowDestructive, "allow-destructive", false, "let faults that can destroy data (pause, crash, clock, TTL shaving) touch external servers")
 	f.DurationVar(&checkTimeout, "check-timeout", 0, "linearizability checker timeout per property (0: default); a timeout is reported as unknown, never as a pass")
 	return cmd

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/clustertest"
+)
+
+// testPassword is a password no file or message can hold by chance.
+func testPassword(t *testing.T) string {
+	t.Helper()
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "pw-" + hex.EncodeToString(b[:])
+}
+
+// assertNoSecret fails when secret appears in any file under dir or in any of texts.
+func assertNoSecret(t *testing.T, secret, dir string, texts ...string) {
+	t.Helper()
+	files := 0
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		files++
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(data), secret) {
+			t.Errorf("%s holds the password", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %s: %v", dir, err)
+	}
+	if files == 0 {
+		t.Fatalf("no file under %s: the run wrote nothing", dir)
+	}
+	for _, s := range texts {
+		if strings.Contains(s, secret) {
+			t.Errorf("output holds the password:\n%s", s)
+		}
+	}
+}
+
+// runDir is the one run directory locklab wrote under out.
+func runDir(t *testing.T, out string) string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(out, "*"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("run directories under %s: %v (%v), want one", out, dirs, err)
+	}
+	return dirs[0]
+}
+
+// assertGranted fails unless the run's history holds a granted acquire: the clients did
+// reach the server with their credentials.
+func assertGranted(t *testing.T, dir string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, `"kind":"acquire"`) && strings.Contains(line, `"outcome":"ok"`) {
+			return
+		}
+	}
+	t.Fatalf("%s: no acquire was granted", dir)
+}
+
+// TestExternalCredentials runs Go and subprocess lock clients against a server that
+// wants a password, given in the URL or in the environment, over plain TCP and TLS, and
+// finds the password in no file of the run directories and in no output; a plan
+// recorded there names the servers with the password redacted, and replays only with
+// the password in the environment.
+func TestExternalCredentials(t *testing.T) {
+	pw := testPassword(t)
+	srv := clustertest.Secured(t, "alice", pw, true)
+	base := []string{"run", "--clients", "2", "--duration", "300ms", "--fencing", "off"}
+	cases := []struct {
+		name      string
+		impl      string
+		lock      string
+		store     string
+		tls       bool
+		envUser   bool // the user from LOCKLAB_REDIS_USERNAME too
+		envSecret bool // the password from LOCKLAB_REDIS_PASSWORD
+	}{
+		{name: "setnx-url", impl: "setnx", lock: "redis://alice:" + pw + "@" + srv.Addr, store: "redis://:" + pw + "@" + srv.Addr + "/1"},
+		{name: "fenced-env", impl: "fenced", lock: "redis://alice@" + srv.Addr, store: srv.Addr, envSecret: true},
+		{name: "redis-py-url", impl: "redis-py", lock: "redis://alice:" + pw + "@" + srv.Addr + "/2", store: "redis://alice:" + pw + "@" + srv.Addr},
+		{name: "node-ioredis-env", impl: "node-ioredis", lock: srv.Addr, store: srv.Addr, envUser: true, envSecret: true},
+		{name: "setnx-tls", impl: "setnx", lock: "rediss://alice:" + pw + "@" + srv.TLSAddr, store: "rediss://alice:" + pw + "@" + srv.TLSAddr, tls: true},
+		{name: "rueidislock-tls", impl: "rueidislock", lock: "rediss://alice:" + pw + "@" + srv.TLSAddr, store: "rediss://alice:" + pw + "@" + srv.TLSAddr, tls: true},
+		{name: "redis-py-tls-env", impl: "redis-py", lock: "rediss://" + srv.TLSAddr, store: "rediss://" + srv.TLSAddr, tls: true, envSecret: true},
+		{name: "node-ioredis-tls", impl: "node-ioredis", lock: "rediss://alice:" + pw + "@" + srv.TLSAddr + "/3", store: "rediss://alice:" + pw + "@" + srv.TLSAddr, tls: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.envSecret {
+				t.Setenv(cluster.EnvPassword, pw)
+			}
+			if c.envUser {
+				t.Setenv(cluster.EnvUsername, "alice")
+			}
+			out := t.TempDir()
+			args := append(append([]string(nil), base...), "--impl", c.impl, "--out", out, "--external-lock", c.lock, "--external-store", c.store)
+			if c.tls {
+				args = append(args, "--external-ca", srv.CAFile)
+			}
+			code, stdout, stderr := locklab(t, args...)
+			if code != exitOK {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			dir := runDir(t, out)
+			assertGranted(t, dir)
+			assertNoSecret(t, pw, out, stdout, stderr)
+			plan, err := os.ReadFile(filepath.Join(dir, "plan.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(plan), `"external"`) || !strings.Contains(string(plan), cluster.Redacted) {
+				t.Errorf("plan.json does not record the external servers with a redacted password:\n%s", plan)
+			}
+		})
+	}
+
+	t.Run("replay", func(t *testing.T) {
+		out := t.TempDir()
+		code, stdout, stderr := locklab(t, append(append([]string(nil), base...), "--out", out,
+			"--external-lock", "redis://alice:"+pw+"@"+srv.Addr, "--external-store", "redis://alice:"+pw+"@"+srv.Addr)...)
+		if code != exitOK {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		planFile := filepath.Join(runDir(t, out), "plan.json")
+		again := t.TempDir()
+		t.Setenv(cluster.EnvPassword, "")
+		code, stdout, stderr = locklab(t, "run", "--plan", planFile, "--out", again)
+		if code != exitError || !strings.Contains(stderr, cluster.EnvPassword) || !strings.Contains(stderr, "external.lock[0]") {
+			t.Fatalf("replay without %s: exit %d, stderr %q; want a refusal naming the variable and the plan's field", cluster.EnvPassword, code, stderr)
+		}
+		t.Setenv(cluster.EnvPassword, pw)
+		code, stdout, stderr = locklab(t, "run", "--plan", planFile, "--out", again)
+		if code != exitOK {
+			t.Fatalf("replay with %s: exit %d\n%s\n%s", cluster.EnvPassword, code, stdout, stderr)
+		}
+		assertGranted(t, runDir(t, again))
+		assertNoSecret(t, pw, again, stdout, stderr)
+	})
+}
+
+// TestExternalCredentialErrors: a wrong password, a server that wants one, a bad URL or
+// CA bundle are refused with a message that names the flag and shows no password.
+func TestExternalCredentialErrors(t *testing.T) {
+	pw := testPassword(t)
+	srv := clustertest.Secured(t, "alice", pw, true)
+	wrong := testPassword(t)
+	bad := filepath.Join(t.TempDir(), "not-a-ca.pem")
+	if err := os.WriteFile(bad, []byte("no certificate here"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		args   []string
+		secret string
+		want   []string
+	}{
+		{"wrong password", []string{"--external-lock", "redis://alice:" + wrong + "@" + srv.Addr, "--external-store", srv.Addr},
+			wrong, []string{"refused the credentials", "redis://alice:xxxxx@"}},
+		{"no password", []string{"--external-lock", srv.Addr, "--external-store", srv.Addr},
+			pw, []string{"NOAUTH", cluster.EnvPassword}},
+		{"bad port", []string{"--external-lock", "redis://alice:" + wrong + "@127.0.0.1:notaport", "--external-store", srv.Addr},
+			wrong, []string{"flag --external-lock", "redis://alice:xxxxx@127.0.0.1:notaport"}},
+		{"bad scheme", []string{"--external-lock", srv.Addr, "--external-store", "http://alice:" + wrong + "@" + srv.Addr},
+			wrong, []string{"flag --external-store", "scheme"}},
+		{"query", []string{"--external-lock", "redis://alice:" + wrong + "@" + srv.Addr + "?dial_timeout=1s", "--external-store", srv.Addr},
+			wrong, []string{"flag --external-lock", "query"}},
+		{"bad CA", []string{"--external-lock", "rediss://alice:" + wrong + "@" + srv.Addr, "--external-store", srv.Addr, "--external-ca", bad},
+			wrong, []string{"flag --external-ca", bad}},
+		{"CA without TLS", []string{"--external-lock", srv.Addr, "--external-store", srv.Addr, "--external-ca", srv.CAFile},
+			pw, []string{"flag --external-ca", "rediss://"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			code, stdout, stderr := locklab(t, append([]string{"run", "--duration", "200ms", "--out", out}, c.args...)...)
+			if code != exitError {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitError, stdout, stderr)
+			}
+			t.Logf("stderr: %s", stderr)
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not say %q", stderr, w)
+				}
+			}
+			for _, s := range []string{c.secret, pw} {
+				if strings.Contains(stdout+stderr, s) {
+					t.Errorf("output shows a password:\n%s\n%s", stdout, stderr)
+				}
+				if _, err := os.Stat(out); err == nil {
+					filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+						if err == nil && !d.IsDir() {
+							if data, _ := os.ReadFile(path); strings.Contains(string(data), s) {
+								t.Errorf("%s holds a password", path)
+							}
+						}
+						return nil
+					})
+				}
+			}
+		})
+	}
+}
