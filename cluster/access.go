@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,7 +120,7 @@ type TLSRoots struct {
 	File string         // where Pool came from, for clients in other processes
 }
 
-// LoadCA reads a PEM CA bundle for TLSRoots.
+// LoadCA reads a PEM CA bundle for TLSRoots; File is its absolute path.
 func LoadCA(path string) (TLSRoots, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -128,6 +129,9 @@ func LoadCA(path string) (TLSRoots, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(data) {
 		return TLSRoots{}, fmt.Errorf("CA bundle %s: no PEM certificate in it", path)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // clients in other processes may run elsewhere
 	}
 	return TLSRoots{Pool: pool, File: path}, nil
 }

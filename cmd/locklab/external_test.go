@@ -4,12 +4,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/lockimpl/subprocess"
 )
 
 // testPassword is a password no file or message can hold by chance.
@@ -105,7 +107,14 @@ func TestExternalCredentials(t *testing.T) {
 		{name: "rueidislock-tls", impl: "rueidislock", lock: "rediss://alice:" + pw + "@" + srv.TLSAddr, store: "rediss://alice:" + pw + "@" + srv.TLSAddr, tls: true},
 		{name: "redis-py-tls-env", impl: "redis-py", lock: "rediss://" + srv.TLSAddr, store: "rediss://" + srv.TLSAddr, tls: true, envSecret: true},
 		{name: "node-ioredis-tls", impl: "node-ioredis", lock: "rediss://alice:" + pw + "@" + srv.TLSAddr + "/3", store: "rediss://alice:" + pw + "@" + srv.TLSAddr, tls: true},
+		// A Go lock in a process of its own (locklab-lockserve reads the environment too).
+		{name: "rueidislock-process-tls-env", impl: "rueidislock-process", lock: "rediss://alice@" + srv.TLSAddr + "/4", store: srv.Addr, tls: true, envSecret: true},
 	}
+	lockserve := filepath.Join(t.TempDir(), "locklab-lockserve")
+	if out, err := exec.Command("go", "build", "-o", lockserve, "../locklab-lockserve").CombinedOutput(); err != nil {
+		t.Fatalf("build locklab-lockserve: %v\n%s", err, out)
+	}
+	t.Setenv(subprocess.EnvLockserve, lockserve)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.envSecret {
