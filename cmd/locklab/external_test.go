@@ -69,16 +69,22 @@ func runDir(t *testing.T, out string) string {
 // reach the server with their credentials.
 func assertGranted(t *testing.T, dir string) {
 	t.Helper()
+	assertOK(t, dir, "acquire")
+}
+
+// assertOK fails unless the run's history holds an operation of kind that succeeded.
+func assertOK(t *testing.T, dir, kind string) {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.Contains(line, `"kind":"acquire"`) && strings.Contains(line, `"outcome":"ok"`) {
+		if strings.Contains(line, `"kind":"`+kind+`"`) && strings.Contains(line, `"outcome":"ok"`) {
 			return
 		}
 	}
-	t.Fatalf("%s: no acquire was granted", dir)
+	t.Fatalf("%s: no %s succeeded", dir, kind)
 }
 
 // TestExternalCredentials runs Go and subprocess lock clients against a server that
@@ -144,6 +150,27 @@ func TestExternalCredentials(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("jobs", func(t *testing.T) {
+		// The job queue's producer and reaper use the store's own address.
+		planFile := filepath.Join(t.TempDir(), "jobs.json")
+		jobs := `{"impl": "setnx", "clients": 2, "ttl": "2s", "work": "10ms", "duration": "300ms",
+			"workload": "jobs", "jobs": {"rate": 20, "visibility": "1s", "lock": true}}`
+		if err := os.WriteFile(planFile, []byte(jobs), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		code, stdout, stderr := locklab(t, "run", "--plan", planFile, "--out", out,
+			"--external-lock", "redis://alice:"+pw+"@"+srv.Addr, "--external-store", "rediss://alice:"+pw+"@"+srv.TLSAddr+"/5", "--external-ca", srv.CAFile)
+		if code != exitOK {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		dir := runDir(t, out)
+		for _, kind := range []string{"acquire", "enqueue", "deliver", "effect"} {
+			assertOK(t, dir, kind)
+		}
+		assertNoSecret(t, pw, out, stdout, stderr)
+	})
 
 	t.Run("replay", func(t *testing.T) {
 		out := t.TempDir()
