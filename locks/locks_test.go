@@ -31,6 +31,7 @@ func TestAll(t *testing.T) {
 		{"seed-withlock", "", "single", false, false},
 		{"redis-py", "", "single", false, false},
 		{"node-redlock", "", "nodes", false, false},
+		{"node-redlock-auto", "", "nodes", false, false},
 		{"redis-semaphore-mutex", "", "single", false, false},
 		{"redis-semaphore-redlock", "", "nodes", false, false},
 		{"watchdog-process", "", "single", false, false},

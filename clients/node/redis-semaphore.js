@@ -17,6 +17,13 @@
 //            refreshInterval (default 0.8 * lockTimeout) with a compare-and-PEXPIRE
 //            script until release; a refresh that finds the key gone (on a quorum)
 //            calls onLockLost and stops.
+//
+//            The mutex's options are the plan's (LOCKLAB_OPTIONS, options.js; declared
+//            in lockimpl/subprocess/nodelibs.go): refreshInterval =
+//            round(ttl * refresh_interval_percent / 100) (80: the library's default; 0
+//            turns the refresh off), acquireAttemptsLimit = acquire_attempts_limit
+//            (locklab's default 1, one attempt: the workload retries by itself),
+//            acquireTimeout and retryInterval (the library's defaults, 10 s and 10 ms).
 //   release  mutex.release(): stops the refresh, then a compare-and-delete script on
 //            every server (nothing when the mutex already lost the lock).
 //   extend   the README's "dynamically adjusting existing lock": a new mutex with
@@ -59,6 +66,7 @@
 
 const { Mutex, RedlockMutex } = require("redis-semaphore");
 const protocol = require("./protocol");
+const options = require("./options");
 
 const VARIANTS = {
   mutex: { name: "redis-semaphore-mutex", nodes: false, Lock: Mutex },
@@ -73,6 +81,25 @@ if (!variant) {
 
 const LIBRARY = `redis-semaphore@${require("redis-semaphore/package.json").version} (ioredis@${require("ioredis/package.json").version})`;
 const log = protocol.logger(variant.name);
+
+// OPTIONS are the plan's settings (the defaults are nodelibs.go's).
+const OPTIONS = options.load(variant.name, {
+  refresh_interval_percent: { kind: "int", default: 80 },
+  acquire_attempts_limit: { kind: "int", default: 1 },
+  acquire_timeout: { kind: "duration", default: 10000 },
+  retry_interval: { kind: "duration", default: 10 },
+});
+
+// mutexOptions are the options of a mutex that holds the lock for ttl ms.
+function mutexOptions(ttl) {
+  return {
+    lockTimeout: ttl,
+    refreshInterval: Math.round((ttl * OPTIONS.refresh_interval_percent) / 100),
+    acquireAttemptsLimit: OPTIONS.acquire_attempts_limit,
+    acquireTimeout: OPTIONS.acquire_timeout,
+    retryInterval: OPTIONS.retry_interval,
+  };
+}
 
 process.on("unhandledRejection", (err) => log("unhandled rejection (the library's refresh):", (err && err.message) || err));
 
@@ -109,6 +136,7 @@ class Holder {
         if (typeof v !== "function" || !WATCHED.has(prop)) return v;
         return (...args) => {
           const op = this.op; // the request that issues it, when it settles later
+          if (op) op.sent++;
           const failed = (err) => {
             if (String((err && err.message) || err).startsWith("NOSCRIPT")) return; // answered by EVAL
             if (op) op.errors.push(err);
@@ -145,7 +173,7 @@ class Holder {
 
   // run calls f with this holder's commands counted: { value | error, errors, ones }.
   async run(f) {
-    const op = { errors: [], ones: 0 };
+    const op = { errors: [], ones: 0, sent: 0 };
     this.op = op;
     try {
       op.value = await f(this.mutex);
@@ -173,7 +201,7 @@ function errorText(op) {
 }
 
 async function acquire(clients, req) {
-  const h = new Holder(clients, req.key, { lockTimeout: req.ttl_ms, acquireAttemptsLimit: 1 });
+  const h = new Holder(clients, req.key, mutexOptions(req.ttl_ms));
   const start = performance.now(); // before the send: validity never overstates the grant
   const op = await h.run((m) => m.tryAcquire());
   const elapsed = performance.now() - start;
@@ -184,6 +212,7 @@ async function acquire(clients, req) {
     return { id: req.id, outcome: "ok", token, fence: 0, validity_ms: Math.max(0, Math.floor(req.ttl_ms - elapsed)) };
   }
   if (op.errors.length > 0) return protocol.unknown(req.id, `not acquired after command errors: ${errorText(op)}`);
+  if (op.sent === 0) return protocol.unknown(req.id, "tryAcquire returned false without sending anything (acquireTimeout)");
   return { id: req.id, outcome: "fail", error: "lock is held (tryAcquire returned false)" };
 }
 
@@ -213,7 +242,7 @@ async function release(clients, req) {
 
 async function extend(clients, req) {
   const old = held.get(req.token);
-  const h = new Holder(clients, req.key, { identifier: req.token, acquiredExternally: true, lockTimeout: req.ttl_ms });
+  const h = new Holder(clients, req.key, { ...mutexOptions(req.ttl_ms), identifier: req.token, acquiredExternally: true });
   const start = performance.now();
   const op = await h.run((m) => m.tryAcquire());
   const elapsed = performance.now() - start;

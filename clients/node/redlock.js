@@ -5,11 +5,17 @@
 // in protocol.js). In locklab it is the implementation node-redlock, on topology
 // "nodes": LOCKLAB_ADDRS names every server.
 //
-// The library is called as its README shows: one Redlock over the clients with
-// retryCount 0 (one attempt per acquire: locklab's workload retries by itself, and the
-// library's retries would hide refusals from the history), its default drift factor
-// (0.01), redlock.lock(key, ttl) -> Lock, lock.unlock(), lock.extend(ttl). 4.2.0 has no
-// automatic extension (that is v5's using()); its disposer() only releases.
+// The library is called as its README shows: one Redlock over the clients,
+// redlock.lock(key, ttl) -> Lock, lock.unlock(), lock.extend(ttl). 4.2.0 has no
+// automatic extension (that is v5's using(): node-redlock-auto, redlock-auto.js); its
+// disposer() only releases.
+//
+// Its settings are the plan's (LOCKLAB_OPTIONS, options.js; declared in
+// lockimpl/subprocess/nodelibs.go): new Redlock(clients, { driftFactor, retryCount,
+// retryDelay, retryJitter }) from drift_factor (the library's default 0.01), retry_count
+// (locklab's default 0: one attempt per acquire, the workload retries by itself, and
+// the library's retries would hide refusals from the history; the library's is 10),
+// retry_delay and retry_jitter (the library's 200 and 100 ms).
 //
 // What the library reports, read from redlock.js 4.2.0:
 //
@@ -18,8 +24,9 @@
 //     as a 'clientError' event and goes on.
 //   - lock and extend resolve when a quorum (N/2+1) voted and the validity
 //     start + ttl - (ttl*driftFactor + 2 ms) has not passed (Date.now()); otherwise they
-//     unlock the value on every server (errors again only emitted) and reject with
-//     LockError "Exceeded 0 attempts ...".
+//     unlock the value on every server (errors again only emitted), try again up to
+//     retryCount times (retryDelay +- retryJitter apart; same value, new start) and
+//     finally reject with LockError "Exceeded <retryCount> attempts ...".
 //   - unlock resolves on a quorum of deletes, else rejects with LockError.
 //   - extend rejects with LockError at once, sending nothing, when the Lock's own
 //     expiration has passed (attempts 0).
@@ -51,11 +58,28 @@
 
 const Redlock = require("redlock");
 const protocol = require("./protocol");
+const options = require("./options");
 
 const NAME = "node-redlock";
 const LIBRARY = `redlock@${require("redlock/package.json").version} (ioredis@${require("ioredis/package.json").version})`;
 
 const log = protocol.logger(NAME);
+
+// OPTIONS are the plan's settings (the defaults are nodelibs.go's).
+const OPTIONS = options.load(NAME, {
+  drift_factor: { kind: "string", default: "0.01", values: ["0", "0.001", "0.01", "0.1"] },
+  retry_count: { kind: "int", default: 0 },
+  retry_delay: { kind: "duration", default: 200 },
+  retry_jitter: { kind: "duration", default: 100 },
+});
+
+// SETTINGS are the Redlock's, from OPTIONS.
+const SETTINGS = {
+  driftFactor: Number(OPTIONS.drift_factor),
+  retryCount: OPTIONS.retry_count,
+  retryDelay: OPTIONS.retry_delay,
+  retryJitter: OPTIONS.retry_jitter,
+};
 
 // redlock is the one Redlock of the process, over the clients serve made.
 let redlock = null;
@@ -66,7 +90,7 @@ const held = new Map();
 
 function lib(clients) {
   if (redlock === null) {
-    redlock = new Redlock(clients, { retryCount: 0 });
+    redlock = new Redlock(clients, SETTINGS);
     redlock.on("clientError", (err) => {
       log("clientError:", err && err.message);
       if (current !== null) current.push(err);

@@ -2,9 +2,13 @@
 """locklab's redis-py client: redis-py's own Lock (redis.lock.Lock), driven by locklab.
 
 The lock is redis-py 4.3.4's, from Debian's package python3-redis, used as its users use
-it: ``Redis(...).lock(name, timeout=ttl_seconds, blocking=False, thread_local=True)``,
-then ``acquire(blocking=False)``, ``release()`` and ``extend(t, replace_ttl=True)`` on
-the same Lock object. What the library sends (redis/lock.py):
+it: ``Redis(...).lock(name, timeout=ttl_seconds, sleep=..., blocking=...,
+blocking_timeout=..., thread_local=...)``, then ``acquire()``, ``release()`` and
+``extend(t, replace_ttl=True)`` on the same Lock object. sleep, blocking,
+blocking_timeout and thread_local are the plan's (LOCKLAB_OPTIONS, a JSON object,
+durations in milliseconds; declared in lockimpl/subprocess/python.go): by default one
+try per acquire (blocking=False; the workload retries by itself), thread_local=True.
+What the library sends (redis/lock.py):
 
   acquire  SET name <uuid1().hex> NX PX int(timeout*1000)
   release  EVALSHA of a compare-and-delete script (1 deleted, 0 not ours)
@@ -220,6 +224,47 @@ def connect():
     return sentinel.master_for(master)
 
 
+# ---- options -----------------------------------------------------------------------
+
+# The Lock's parameters a plan sets, with locklab's defaults (python.go's): kind, default.
+# Durations arrive in milliseconds.
+OPTIONS = {
+    "blocking": ("bool", False),
+    "blocking_timeout": ("duration", 500.0),
+    "sleep": ("duration", 100.0),
+    "thread_local": ("bool", True),
+}
+
+
+def parse_options(raw):
+    """LOCKLAB_OPTIONS (raw) as every option's value: the given one, else its default. An
+    unset or empty variable gives the defaults (a client run by hand). locklab checks the
+    values before it starts the client; anything but a JSON object of known options with
+    values of their kind is refused all the same (ValueError), never silently defaulted."""
+    out = {name: default for name, (_, default) in OPTIONS.items()}
+    if not raw:
+        return out
+    try:
+        given = json.loads(raw)
+    except ValueError as err:
+        raise ValueError(f"bad LOCKLAB_OPTIONS {raw!r}: {err}") from None
+    if not isinstance(given, dict):
+        raise ValueError(f"bad LOCKLAB_OPTIONS {raw!r}: want a JSON object")
+    for name, value in given.items():
+        if name not in OPTIONS:
+            raise ValueError(f"LOCKLAB_OPTIONS: unknown option {name!r} (options: {', '.join(OPTIONS)})")
+        kind = OPTIONS[name][0]
+        if kind == "bool":
+            ok = isinstance(value, bool)
+        else:  # duration: milliseconds
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+        if not ok:
+            want = "true or false" if kind == "bool" else "milliseconds (a number, at least 0)"
+            raise ValueError(f"LOCKLAB_OPTIONS: option {name}: want {want}, got {json.dumps(value)}")
+        out[name] = value
+    return out
+
+
 # ---- the lock ----------------------------------------------------------------------
 
 
@@ -240,15 +285,19 @@ class Client:
     this process was granted (by key and token), as a user keeps the Lock it acquired.
 
     Every request is handled on the main thread: the Lock's token lives in thread-local
-    storage (thread_local=True, the default), which only the thread that acquired sees.
+    storage (thread_local=True, the default), which only the thread that acquired sees;
+    with thread_local=False in a plain attribute, which changes nothing here.
     """
 
-    def __init__(self, r):
+    def __init__(self, r, options):
         self.r = r
+        self.options = options
         self.leases = collections.OrderedDict()  # (key, token) -> Lock
 
     def new_lock(self, key, ttl_s):
-        return self.r.lock(key, timeout=ttl_s, blocking=False, thread_local=True)
+        o = self.options
+        return self.r.lock(key, timeout=ttl_s, sleep=o["sleep"] / 1000, blocking=o["blocking"],
+                           blocking_timeout=o["blocking_timeout"] / 1000, thread_local=o["thread_local"])
 
     def remember(self, key, token, lock):
         self.leases[(key, token)] = lock
@@ -272,15 +321,27 @@ class Client:
         key, ttl_ms = req["key"], req["ttl_ms"]
         lock = self.new_lock(key, ttl_ms / 1000)
         sent_ms = int(lock.timeout * 1000)  # the PX do_acquire sends
-        start = time.monotonic()  # before the send: the validity never overstates the grant
-        got = lock.acquire(blocking=False)
+        # A blocking acquire tries SET NX every `sleep` until granted or blocking_timeout;
+        # the validity counts from just before the try that was granted, so the Lock's
+        # do_acquire (one SET) is timed: the library's own method, called unchanged.
+        tries = []
+        do_acquire = lock.do_acquire
+
+        def timed_do_acquire(token):
+            tries.append(time.monotonic())  # before the send: the validity never overstates the grant
+            return do_acquire(token)
+
+        lock.do_acquire = timed_do_acquire
+        got = lock.acquire()  # blocking, blocking_timeout and sleep: the Lock's
+        start = tries[-1] if tries else time.monotonic()
         if got is True:
             token = lock.local.token.decode()
             self.remember(key, token, lock)
             return {"id": req["id"], "outcome": "ok", "token": token, "fence": 0,
                     "validity_ms": validity_ms(ttl_ms, sent_ms, start)}
-        if got is False:  # SET NX answered nil
-            return {"id": req["id"], "outcome": "fail", "error": "lock is held"}
+        if got is False:  # SET NX answered nil, every try
+            tried = f" ({len(tries)} tries)" if len(tries) > 1 else ""
+            return {"id": req["id"], "outcome": "fail", "error": f"lock is held{tried}"}
         return unknown(req["id"], f"unexpected acquire result {got!r}")
 
     def release(self, req):
@@ -366,6 +427,8 @@ def wait_connected(r):
 
 def main():
     try:
+        options = parse_options(os.environ.get("LOCKLAB_OPTIONS", ""))
+        log(f"options {json.dumps(options)}")
         r = connect()
     except Exception as err:
         log(f"fatal: {err}")
@@ -373,7 +436,7 @@ def main():
     if redis.__version__ != TESTED_VERSION:
         log(f"warning: {LIBRARY}, locklab documents redis-py {TESTED_VERSION} (Debian bookworm's python3-redis)")
     wait_connected(r)
-    client = Client(r)
+    client = Client(r, options)
     answer({"hello": PROTOCOL, "name": NAME, "fencing": False, "extend": True, "library": LIBRARY})
     # locklab sends one request at a time and waits for its answer; EOF on stdin: done.
     while True:

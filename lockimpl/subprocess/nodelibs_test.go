@@ -23,15 +23,17 @@ import (
 	"github.com/locklab/locklab/lockimpl/subprocess"
 )
 
-// The Node.js lock libraries (clients/node/redlock.js, clients/node/redis-semaphore.js)
-// are tested through their registry entries against real servers: three independent
-// servers for the Redlock ones, one for redis-semaphore's Mutex.
+// The Node.js lock libraries (clients/node/redlock.js, clients/node/redlock-auto.js,
+// clients/node/redis-semaphore.js) are tested through their registry entries against
+// real servers: three independent servers for the Redlock ones, one for
+// redis-semaphore's Mutex.
 //
 // locktest.Conformance cannot take them as they are: it runs every lock on one server
 // and also on the replicated topology (the Redlock ones run on "nodes" only), reads the
-// lock under the caller's key (redis-semaphore keeps it at "mutex:<key>"), and expects a
+// lock under the caller's key (redis-semaphore keeps it at "mutex:<key>"), expects a
 // lock to expire one TTL after it was taken (redis-semaphore's mutexes refresh
-// themselves until released). TestRedlockAndSemaphoreConformance runs the same checks
+// themselves until released, node-redlock-auto extends itself) and to extend on request
+// (node-redlock-auto cannot). TestRedlockAndSemaphoreConformance runs the same checks
 // with those differences, on every server of the lock.
 
 // nodeLib is one Node.js library client under test.
@@ -40,8 +42,13 @@ type nodeLib struct {
 	nodes     int    // servers: 3 for a Redlock, 1 for a single-instance lock
 	prefix    string // where the library keeps the lock of key: prefix + key
 	refreshes bool   // the library refreshes a held lock by itself until release
-	token     *regexp.Regexp
-	library   string // the library and version its description names
+	noExtend  bool   // the client cannot extend on request (it renews by itself)
+	// answersAtQuorum: the library settles a Redlock call once a quorum voted, without
+	// waiting for the other servers.
+	answersAtQuorum bool
+	token           *regexp.Regexp
+	library         string           // the library and version its description names
+	options         lockimpl.Options // the options the tests run it with (nil: the defaults)
 }
 
 var (
@@ -51,6 +58,10 @@ var (
 		{name: "node-redlock", nodes: 3, token: hex32RE, library: "redlock 4.2.0"},
 		{name: "redis-semaphore-mutex", nodes: 1, prefix: "mutex:", refreshes: true, token: uuidRE, library: "redis-semaphore 5.8.0"},
 		{name: "redis-semaphore-redlock", nodes: 3, prefix: "mutex:", refreshes: true, token: uuidRE, library: "redis-semaphore 5.8.0"},
+		// The tests take leases of 300 ms, which using() refuses with the default
+		// threshold (500 ms: every ttl under 600 ms); 100 ms is a setting its users choose.
+		{name: "node-redlock-auto", nodes: 3, refreshes: true, noExtend: true, answersAtQuorum: true, token: hex32RE,
+			library: "@sesamecare-oss/redlock 1.4.0", options: lockimpl.Options{"automatic_extension_threshold": 100 * time.Millisecond}},
 	}
 )
 
@@ -60,6 +71,15 @@ func (lib nodeLib) impl(t testing.TB) lockimpl.Impl {
 }
 
 func (lib nodeLib) key(key string) string { return lib.prefix + key }
+
+// extendErr is what an Extend that the library would answer with want gives: want, or
+// ErrUnsupported for a client that cannot extend.
+func (lib nodeLib) extendErr(want error) error {
+	if lib.noExtend {
+		return lockimpl.ErrUnsupported
+	}
+	return want
+}
 
 // libServers are lib's servers: their nodes, addresses and raw clients.
 type libServers struct {
@@ -80,10 +100,13 @@ func startLibServers(t *testing.T, n int) libServers {
 	return s
 }
 
-// locker builds lib on s, closed at cleanup.
+// locker builds lib on s, closed at cleanup, with lib's options unless cfg has some.
 func (s libServers) locker(t *testing.T, lib nodeLib, cfg lockimpl.Config) lockimpl.Locker {
 	t.Helper()
 	cfg.Addrs = s.addrs
+	if cfg.Options == nil {
+		cfg.Options = lib.options
+	}
 	return locktest.New(t, lib.impl(t), cfg)
 }
 
@@ -151,6 +174,9 @@ func TestRedlockAndSemaphoreRegistryEntries(t *testing.T) {
 		if impl.RunsOn(cluster.Replicated) != (topo == cluster.Single) {
 			t.Errorf("%s runs on replicated: %v", lib.name, impl.RunsOn(cluster.Replicated))
 		}
+		if impl.NoExtend != lib.noExtend || len(impl.Options) == 0 {
+			t.Errorf("%s: NoExtend %v (want %v), %d options (want the library's)", lib.name, impl.NoExtend, lib.noExtend, len(impl.Options))
+		}
 	})
 }
 
@@ -174,7 +200,7 @@ func TestRedlockAndSemaphoreVersionsArePinned(t *testing.T) {
 		Packages map[string]struct{ Version string }
 	}
 	read(filepath.Join(dir, "package-lock.json"), &lock)
-	for module, version := range map[string]string{"redlock": "4.2.0", "redis-semaphore": "5.8.0", "ioredis": "6.0.0"} {
+	for module, version := range map[string]string{"redlock": "4.2.0", "redis-semaphore": "5.8.0", "ioredis": "6.0.0", "@sesamecare-oss/redlock": "1.4.0"} {
 		if got := pkg.Dependencies[module]; got != version {
 			t.Errorf("package.json pins %s %q, want exactly %q", module, got, version)
 		}
@@ -260,8 +286,8 @@ func TestRedlockAndSemaphoreConformance(t *testing.T) {
 			if err := a.Release(ctx, stale); !errors.Is(err, lockimpl.ErrNotHeld) {
 				t.Fatalf("Release of a stale lease: %v; want ErrNotHeld", err)
 			}
-			if _, err := a.Extend(ctx, stale, time.Hour); !errors.Is(err, lockimpl.ErrNotHeld) {
-				t.Fatalf("Extend of a stale lease: %v; want ErrNotHeld", err)
+			if _, err := a.Extend(ctx, stale, time.Hour); !errors.Is(err, lib.extendErr(lockimpl.ErrNotHeld)) {
+				t.Fatalf("Extend of a stale lease: %v; want %v", err, lib.extendErr(lockimpl.ErrNotHeld))
 			}
 			s.wantOnEvery(t, lib.key("k"), fresh.Token, 0, time.Minute)
 		})
@@ -275,6 +301,13 @@ func TestRedlockAndSemaphoreConformance(t *testing.T) {
 			lease, err := l.Acquire(ctx, "k", time.Second)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if lib.noExtend {
+				if _, err := l.Extend(ctx, lease, time.Hour); !errors.Is(err, lockimpl.ErrUnsupported) {
+					t.Fatalf("Extend: %v; want ErrUnsupported", err)
+				}
+				s.wantOnEvery(t, lib.key("k"), lease.Token, 0, time.Second)
+				return
 			}
 			ext, err := l.Extend(ctx, lease, time.Hour)
 			if err != nil {
@@ -383,6 +416,9 @@ func TestRedlockAndSemaphoreConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("acquire", lease, start, start.Add(10*time.Millisecond))
+			if lib.noExtend {
+				return
+			}
 			ext, err := l.Extend(ctx, lease, ttl)
 			if err != nil {
 				t.Fatal(err)
@@ -504,6 +540,12 @@ func TestRedlockAndSemaphorePausedServerIsUnknown(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if lib.noExtend {
+			if !errors.Is(extErr, lockimpl.ErrUnsupported) {
+				t.Errorf("Extend: %v; want ErrUnsupported", extErr)
+			}
+			extErr = relErr
+		}
 		for what, err := range map[string]error{"Acquire": acqErr, "Release": relErr, "Extend": extErr} {
 			if lockimpl.Classify(err) != histories.Unknown || !strings.Contains(err.Error(), "timed out") {
 				t.Errorf("%s with %d of %d servers paused: %v (%s); want unknown, naming the timeout", what, len(paused), len(s.nodes), err, lockimpl.Classify(err))
@@ -519,7 +561,8 @@ func TestRedlockAndSemaphorePausedServerIsUnknown(t *testing.T) {
 }
 
 // A Redlock with one server of three paused still grants, but only after that server's
-// command timed out: the libraries wait for every server's answer.
+// command timed out: the libraries wait for every server's answer — except
+// @sesamecare-oss/redlock, which grants as soon as a quorum voted.
 func TestRedlockAndSemaphoreOnePausedServerDelaysEveryAcquire(t *testing.T) {
 	forEachRedlockLib(t, func(t *testing.T, lib nodeLib) {
 		s := startLibServers(t, lib.nodes)
@@ -540,6 +583,12 @@ func TestRedlockAndSemaphoreOnePausedServerDelaysEveryAcquire(t *testing.T) {
 			t.Fatalf("Acquire with one of three servers paused: %v", err)
 		}
 		t.Logf("%s: acquire with one of three servers paused took %s (command timeout %s), validity %s", lib.name, took, timeout, lease.Validity)
+		if lib.answersAtQuorum {
+			if took >= timeout {
+				t.Fatalf("acquire took %s, want less than the paused server's command timeout %s: the library answers at a quorum", took, timeout)
+			}
+			return
+		}
 		if took < timeout {
 			t.Fatalf("acquire took %s, less than the paused server's command timeout %s", took, timeout)
 		}
@@ -593,6 +642,9 @@ func TestRedisSemaphoreRefreshErrorDoesNotKillTheClient(t *testing.T) {
 // so the lease is gone everywhere, not only where it was lost. The others' values stay.
 func TestRedlockAndSemaphoreFailedExtendDeletesWhatIsLeft(t *testing.T) {
 	forEachRedlockLib(t, func(t *testing.T, lib nodeLib) {
+		if lib.noExtend {
+			t.Skip("extends by itself only: see TestNodeRedlockAutoFailedExtensionIsSilent")
+		}
 		s := startLibServers(t, lib.nodes)
 		l := s.locker(t, lib, lockimpl.Config{})
 		ctx := clustertest.Context(t)
