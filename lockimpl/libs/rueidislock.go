@@ -49,6 +49,11 @@ const rueidisVersion = "v1.0.80"
 //     lock for ExtendInterval while the holder's context lived; TestRueidislockContextOutlivesKeys).
 //     Current reports false once the library cancelled the context (lock lost).
 //   - Extend: ErrUnsupported, nothing sent (the library renews by itself).
+//   - Option no_loop_tracking → LockerOption.NoLoopTracking (rueidisNoLoopTracking).
+//     Two defects of v1.0.80 are measured in rueidislock_defects_test.go and described in
+//     docs/libraries.md: a slow acquire is granted with keys that expire before their
+//     first renewal (no option avoids it), and without NoLoopTracking every renewal
+//     triggers the next, which under slow replies gives the lock up.
 //   - Release: the cancel function. It returns nothing; the adapter reports ErrNotHeld
 //     when the library had already cancelled the context (the lock was lost or given up
 //     before the release), else ok.
@@ -72,6 +77,7 @@ const rueidisVersion = "v1.0.80"
 type rueidisLock struct {
 	name    string
 	opt     rueidis.ClientOption // template for each per-ttl client
+	noLoop  bool                 // LockerOption.NoLoopTracking (option no_loop_tracking)
 	timeout time.Duration
 	clock   lockimpl.Clock
 	step    lockimpl.StepFunc
@@ -95,6 +101,22 @@ var (
 	_ lockimpl.Renewer = (*rueidisLock)(nil)
 	_ lockimpl.Crasher = (*rueidisLock)(nil)
 )
+
+// rueidisNoLoopTracking is rueidislock's NoLoopTracking as its users set it
+// (impl_options). Off, the library's default, every renewal's PEXPIREAT invalidates the
+// client's own tracked key and that invalidation triggers the next renewal: a loop of
+// renewals, which under a reply delay makes the library drop its own lock
+// (docs/libraries.md).
+func rueidisNoLoopTracking() lockimpl.Option {
+	return lockimpl.Option{
+		Name: "no_loop_tracking", Kind: lockimpl.KindBool, Default: false, Values: []any{true},
+		Doc: "LockerOption.NoLoopTracking: CLIENT TRACKING with NOLOOP (Redis 7.0.5+), so the client's own renewals send it no invalidations; off (the library's default) each renewal's invalidation triggers another renewal",
+	}
+}
+
+func rueidisOptions() []lockimpl.Option {
+	return []lockimpl.Option{rueidisNoLoopTracking()}
+}
 
 func newRueidisLock(cfg lockimpl.Config) (lockimpl.Locker, error) {
 	cfg = cfg.WithDefaults()
@@ -138,6 +160,7 @@ func newRueidisLock(cfg lockimpl.Config) (lockimpl.Locker, error) {
 	return &rueidisLock{
 		name:    name,
 		opt:     opt,
+		noLoop:  rueidisNoLoopTracking().Bool(cfg.Options),
 		timeout: cfg.Timeout,
 		clock:   cfg.Clock,
 		step:    cfg.Step,
@@ -159,9 +182,10 @@ func (l *rueidisLock) locker(ttl time.Duration) (rueidislock.Locker, error) {
 	opt := l.opt
 	opt.InitAddress = slices.Clone(opt.InitAddress)
 	lk, err := rueidislock.NewLocker(rueidislock.LockerOption{
-		ClientOption: opt,
-		KeyValidity:  ttl,
-		TryNextAfter: l.timeout,
+		ClientOption:   opt,
+		KeyValidity:    ttl,
+		TryNextAfter:   l.timeout,
+		NoLoopTracking: l.noLoop,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
