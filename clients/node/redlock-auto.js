@@ -43,7 +43,8 @@
 // lockimpl/subprocess/nodelibs.go): new Redlock(clients, { driftFactor, retryCount,
 // retryDelay, retryJitter, automaticExtensionThreshold, db }) from drift_factor (0.01),
 // retry_count (locklab's default 0: one attempt per acquire; the library's is 10),
-// retry_delay (200 ms), retry_jitter (100 ms) and automatic_extension_threshold (500 ms).
+// retry_delay (200 ms), retry_jitter (100 ms) and automatic_extension_threshold
+// (locklab's default 100 ms: the library's 500 ms refuses every ttl under 600 ms).
 // db is LOCKLAB_REDIS_DB (0 when unset): the library's scripts SELECT it themselves.
 //
 // What the library reports, read from src/index.ts 1.4.0:
@@ -102,7 +103,7 @@ const OPTIONS = options.load(NAME, {
   retry_count: { kind: "int", default: 0 },
   retry_delay: { kind: "duration", default: 200 },
   retry_jitter: { kind: "duration", default: 100 },
-  automatic_extension_threshold: { kind: "duration", default: 500 },
+  automatic_extension_threshold: { kind: "duration", default: 100 },
 });
 
 // db is the database the library's scripts select (LOCKLAB_REDIS_DB): it takes 0 to 15

@@ -270,20 +270,20 @@ func minPTTL(ctx context.Context, rc *redis.Client, key string, d time.Duration)
 
 // The "Redlock on N nodes, automatic extension off and on": a lease held past
 // its TTL without a release stays on every server with node-redlock-auto (using()
-// extends it, here with the library's default threshold), and is gone with node-redlock
-// (4.2.0 has no automatic extension). The threshold reaches the library: with 500 ms
-// the key's PTTL never drops far below 500 ms, with 100 ms it drops to about 100 ms
-// before each extension.
+// extends it), and is gone with node-redlock (4.2.0 has no automatic extension). The
+// threshold reaches the library: with 500 ms (the library's default) the key's PTTL
+// never drops far below 500 ms, with 100 ms (locklab's) it drops to about 100 ms before
+// each extension.
 func TestNodeRedlockAutoExtendsPastItsTTL(t *testing.T) {
 	s := startLibServers(t, 3)
 	auto, plain := libNamed(t, "node-redlock-auto"), libNamed(t, "node-redlock")
-	withDefault := s.locker(t, auto, lockimpl.Config{Options: lockimpl.Options{}}) // threshold 500 ms
-	with100 := s.locker(t, auto, lockimpl.Config{Options: lockimpl.Options{"automatic_extension_threshold": 100 * time.Millisecond}})
+	with500 := s.locker(t, auto, lockimpl.Config{Options: lockimpl.Options{"automatic_extension_threshold": 500 * time.Millisecond}})
+	with100 := s.locker(t, auto, lockimpl.Config{}) // the default
 	off := s.locker(t, plain, lockimpl.Config{})
 	ctx := clustertest.Context(t)
 	const ttl = 700 * time.Millisecond
 	leases := map[string]lockimpl.Lease{}
-	for key, l := range map[string]lockimpl.Locker{"auto-500": withDefault, "auto-100": with100, "off": off} {
+	for key, l := range map[string]lockimpl.Locker{"auto-500": with500, "auto-100": with100, "off": off} {
 		lease, err := l.Acquire(ctx, key, ttl)
 		if err != nil {
 			t.Fatalf("%s: %v", key, err)
@@ -306,7 +306,7 @@ func TestNodeRedlockAutoExtendsPastItsTTL(t *testing.T) {
 	if least500 < 300*time.Millisecond || least100 > 250*time.Millisecond {
 		t.Errorf("least PTTL %s with threshold 500ms, %s with 100ms: want about 500ms and 100ms", least500, least100)
 	}
-	if err := withDefault.Release(ctx, leases["auto-500"]); err != nil {
+	if err := with500.Release(ctx, leases["auto-500"]); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	s.wantOnEvery(t, "auto-500", "", 0, 0)
@@ -316,20 +316,25 @@ func TestNodeRedlockAutoExtendsPastItsTTL(t *testing.T) {
 }
 
 // using() refuses a ttl shorter than the threshold + 100 ms before it sends anything:
-// unknown (not a refusal by the servers), nothing on them; a smaller threshold takes it.
+// unknown (not a refusal by the servers), nothing on them. The library's default, 500 ms,
+// refuses every ttl under 600 ms; locklab's, 100 ms, takes the shortest a generator
+// draws, 200 ms.
 func TestNodeRedlockAutoRefusesATTLBelowTheThreshold(t *testing.T) {
 	s := startLibServers(t, 3)
 	auto := libNamed(t, "node-redlock-auto")
-	l := s.locker(t, auto, lockimpl.Config{Options: lockimpl.Options{}})
+	l := s.locker(t, auto, lockimpl.Config{Options: lockimpl.Options{"automatic_extension_threshold": 500 * time.Millisecond}})
 	ctx := clustertest.Context(t)
-	_, err := l.Acquire(ctx, "k", 500*time.Millisecond)
+	_, err := l.Acquire(ctx, "k", 599*time.Millisecond)
 	if lockimpl.Classify(err) != histories.Unknown || !strings.Contains(err.Error(), "automaticExtensionThreshold") || !strings.Contains(err.Error(), "nothing sent") {
-		t.Fatalf("Acquire for 500ms with the default threshold: %v; want unknown, nothing sent", err)
+		t.Fatalf("Acquire for 599ms with threshold 500ms: %v; want unknown, nothing sent", err)
 	}
 	s.wantOnEvery(t, "k", "", 0, 0)
-	l100 := s.locker(t, auto, lockimpl.Config{Options: lockimpl.Options{"automatic_extension_threshold": 100 * time.Millisecond}})
-	if _, err := l100.Acquire(ctx, "k", 500*time.Millisecond); err != nil {
-		t.Fatalf("Acquire for 500ms with threshold 100ms: %v", err)
+	if _, err := l.Acquire(ctx, "k", 600*time.Millisecond); err != nil {
+		t.Fatalf("Acquire for 600ms with threshold 500ms: %v", err)
+	}
+	l100 := s.locker(t, auto, lockimpl.Config{})
+	if _, err := l100.Acquire(ctx, "k2", 200*time.Millisecond); err != nil {
+		t.Fatalf("Acquire for 200ms with the default threshold: %v", err)
 	}
 }
 

@@ -73,14 +73,17 @@ func nodeRedlockOptions() []lockimpl.Option {
 	}
 }
 
-// automaticExtensionThreshold is node-redlock-auto's using() setting.
+// automaticExtensionThreshold is node-redlock-auto's using() setting. locklab's default
+// is not the library's: with 500 ms using() refuses every ttl under 600 ms, and plans
+// draw TTLs from 200 ms (generators) and 400 ms (the property test of correct locks).
 func automaticExtensionThreshold() lockimpl.Option {
 	return lockimpl.Option{
-		Name: "automatic_extension_threshold", Kind: lockimpl.KindDuration, Default: 500 * time.Millisecond,
-		Values: []any{time.Duration(0), 100 * time.Millisecond, 200 * time.Millisecond}, Max: int64(10 * time.Second),
-		Doc: "automaticExtensionThreshold of using() (the library's default 500ms): the lease is extended by the full ttl when this much is left of its validity; " +
-			"using() refuses a ttl below threshold + 100 ms before sending anything (the acquire is unknown: with the default, every ttl under 600 ms); " +
-			"an extension that does not land before the keys expire loses the lease silently; 0 extends when the validity is over, and the library's own clock check then gives the lease up",
+		Name: "automatic_extension_threshold", Kind: lockimpl.KindDuration, Default: 100 * time.Millisecond,
+		Values: []any{time.Duration(0), 200 * time.Millisecond, 500 * time.Millisecond}, Max: int64(10 * time.Second),
+		Doc: "automaticExtensionThreshold of using(): the lease is extended by the full ttl when this much is left of its validity; " +
+			"using() refuses a ttl below threshold + 100 ms before sending anything (the acquire is unknown): the library's default 500ms refuses every ttl under 600 ms, " +
+			"locklab's 100ms takes every ttl from 200 ms; an extension that does not land before the keys expire loses the lease silently; " +
+			"0 extends when the validity is over, and the library's own clock check then gives the lease up",
 	}
 }
 
