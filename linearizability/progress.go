@@ -101,7 +101,16 @@ func firstStuck(h histories.History, key string, bs []belief, unknowns []letGo, 
 			continue
 		}
 		ttl := ttlOf(h, c)
-		last := letGo{at: 0, ttl: ttl, op: -1, why: "the history began"}
+		// Nobody can hold a lock before anyone tried to take it: it is free from the first
+		// attempt on (clients may start long after the history's base: subprocess clients
+		// take a while, and Redlock's first attempts can all split the vote).
+		last := letGo{at: h.Ops[fails[0]].Call, ttl: ttl, op: -1, why: "the first attempt to take it"}
+		if len(holds) > 0 {
+			last.at = min(last.at, h.Ops[holds[0].acquire].Call)
+		}
+		if len(unknowns) > 0 {
+			last.at = min(last.at, h.Ops[unknowns[0].op].Call)
+		}
 		// Beliefs that ended before the attempt, and unknown operations called before it
 		// returned (they may have taken the lease while it ran).
 		if g, ok := endedFront.best(ended, countWhile(len(ended), func(j int) bool { return ended[j].at < c.Call }), ttl); ok && g.deadline() > last.deadline() {
