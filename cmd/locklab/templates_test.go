@@ -21,10 +21,11 @@ import (
 // clients/templates/testdata, unedited, as a user wraps an existing lock: registered by
 // --impl-cmd (registryFor), then held to the conformance suite against real servers.
 //
-// The Node.js examples import ioredis. They are run from a copy in a temporary "project"
-// whose node_modules is a copy of clients/node/node_modules (what `npm install` would
-// put there), so that the bare import resolves from the lock's own folder, as it would
-// in the user's project, and from nowhere the adapter is.
+// One Node.js adapter wraps both Node.js examples: an ES module and a CommonJS module.
+// They load ioredis. They are run from a copy in a temporary "project" whose
+// node_modules is a copy of clients/node/node_modules (what `npm install` would put
+// there), so that the bare import and the require() resolve from the lock's own folder,
+// as they would in the user's project, and from nowhere the adapter is.
 
 // envTemplates names another folder of templates for one test process (the mutants of
 // TestTemplateMutantsFail).
@@ -36,13 +37,16 @@ type template struct {
 	command func(t *testing.T, dir string) string // --impl-cmd's COMMAND, adapters in dir
 }
 
+// nodeAdapter is the Node.js adapter among the templates in dir.
+func nodeAdapter(dir string) string { return filepath.Join(dir, "node", "adapter.mjs") }
+
 var templates = []template{
-	{"node-esm", func(t *testing.T, dir string) string {
-		return "node " + filepath.Join(dir, "node-esm", "adapter.mjs") + " " + nodeProject(t) + "/my-lock.mjs" +
+	{"node-esm", func(t *testing.T, dir string) string { // an ES module
+		return "node " + nodeAdapter(dir) + " " + nodeProject(t) + "/my-lock.mjs" +
 			" --env REDIS_URL=redis://{addr} --env REDIS_COMMAND_TIMEOUT_MS={timeout_ms}"
 	}},
-	{"node-cjs", func(t *testing.T, dir string) string {
-		return "node " + filepath.Join(dir, "node-cjs", "adapter.cjs") + " " + nodeProject(t) + "/mutex.js" +
+	{"node-cjs", func(t *testing.T, dir string) string { // a CommonJS module
+		return "node " + nodeAdapter(dir) + " " + nodeProject(t) + "/mutex.js" +
 			" --env REDIS_HOST={host} --env REDIS_PORT={port} --env REDIS_TIMEOUT_MS={timeout_ms}" +
 			" --export RedisMutex --acquire lock --release unlock --extend refresh --refusal ^LockedError:"
 	}},
@@ -155,14 +159,40 @@ func TestTemplatesTimeoutIsUnknown(t *testing.T) {
 	})
 }
 
-// The lock's bare imports resolve from its own folder: the Node.js example where it is
-// committed, with no node_modules above it, cannot load ioredis, although locklab's own
-// clients have it.
+// The lock's bare imports and require()s resolve from its own folder, not the adapter's:
+// the Node.js examples where they are committed, with no node_modules above them, cannot
+// load ioredis, although the adapter runs from a folder whose node_modules has it.
 func TestTemplateLockImportsFromItsOwnProject(t *testing.T) {
-	lock := filepath.Join("..", "..", "clients", "templates", "testdata", "node", "my-lock.mjs")
-	_, err := implCmd(t, "orphan", "node "+filepath.Join(templatesDir(), "node-esm", "adapter.mjs")+" "+lock)
-	if err == nil || !strings.Contains(err.Error(), "Cannot find package 'ioredis'") {
-		t.Fatalf("registering the example lock outside a project: %v; want Node's ERR_MODULE_NOT_FOUND for ioredis", err)
+	src, err := os.ReadFile(nodeAdapter(templatesDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	adapter := nodeAdapter(dir)
+	modules, err := filepath.Abs(filepath.Join("..", "..", "clients", "node", "node_modules"))
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(adapter), 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(adapter, src, 0o644)
+	}
+	if err == nil {
+		err = os.Symlink(modules, filepath.Join(filepath.Dir(adapter), "node_modules"))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(adapter), "node_modules", "ioredis", "package.json")); err != nil {
+		t.Fatalf("ioredis is not beside the adapter: %v", err)
+	}
+	for lock, want := range map[string]string{
+		"my-lock.mjs": "Cannot find package 'ioredis'", // ERR_MODULE_NOT_FOUND
+		"mutex.js":    "Cannot find module 'ioredis'",  // MODULE_NOT_FOUND, from require()
+	} {
+		path := filepath.Join("..", "..", "clients", "templates", "testdata", "node", lock)
+		if _, err := implCmd(t, "orphan", "node "+adapter+" "+path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("registering %s outside a project: %v; want Node's %q", lock, err, want)
+		}
 	}
 }
 
@@ -209,17 +239,17 @@ func TestTemplateMutantsFail(t *testing.T) {
 		name, file, from, to, test, want string
 	}{
 		{ // every throw taken for a refusal
-			"throw-is-refusal", "node-esm/adapter.mjs",
+			"throw-is-refusal", "node/adapter.mjs",
 			`outcome: refusal?.test(why) ? "fail" : "unknown"`, `outcome: "fail"`,
 			"^TestTemplatesTimeoutIsUnknown$/^node-esm$", "want the adapter's unknown",
 		},
 		{ // a definite refusal called unknown
-			"null-is-unknown", "node-esm/adapter.mjs",
+			"null-is-unknown", "node/adapter.mjs",
 			`return { id: r.id, outcome: "fail", error: ` + "`${r.op} answered ${got}`", `return { id: r.id, outcome: "unknown", error: ` + "`${r.op} answered ${got}`",
 			"^TestTemplatesConformance$/^node-esm$/^AcquireRelease$", "want ErrNotAcquired",
 		},
 		{ // a lock's refusal exception not mapped (no --refusal)
-			"refusal-unmapped", "node-cjs/adapter.cjs",
+			"refusal-unmapped", "node/adapter.mjs",
 			`const refusal = opt.refusal ? new RegExp(opt.refusal) : null;`, `const refusal = null;`,
 			"^TestTemplatesConformance$/^node-cjs$/^AcquireRelease$", "want ErrNotAcquired",
 		},

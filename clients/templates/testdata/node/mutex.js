@@ -1,5 +1,5 @@
 // An existing lock, as its team wrote it (locklab test data, wrapped unedited by
-// clients/templates/node-cjs/adapter.cjs): a CommonJS class that connects to
+// clients/templates/node/adapter.mjs): a CommonJS class that connects to
 // REDIS_HOST:REDIS_PORT when it is constructed, and throws LockedError when the lock is
 // taken.
 "use strict";

@@ -1,5 +1,5 @@
 // An existing lock, as its team wrote it (locklab test data, wrapped unedited by
-// clients/templates/node-esm/adapter.mjs): an ES module that connects to Redis when it
+// clients/templates/node/adapter.mjs): an ES module that connects to Redis when it
 // is imported, configured by environment variables, and says so on stdout.
 import { randomUUID } from "node:crypto";
 import Redis from "ioredis";

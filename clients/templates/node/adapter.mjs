@@ -1,23 +1,24 @@
 #!/usr/bin/env node
-// A locklab adapter for an existing lock written as a CommonJS module, which it loads
-// with require() from its own path: the lock's file is not edited, and its require()s
-// ("ioredis") resolve from its own project's node_modules. See "Wrap an existing lock"
-// in docs/subprocess-protocol.md.
+// A locklab adapter for an existing Node.js lock, an ES module or a CommonJS module,
+// which it loads with import() from its own path: the lock's file is not edited, and its
+// bare imports and require()s ("ioredis") resolve from its own project's node_modules.
+// See "Wrap an existing lock" in docs/subprocess-protocol.md.
 //
-//   node adapter.cjs /path/to/my-lock.js [--env 'REDIS_URL=redis://{addr}']...
+//   node adapter.mjs /path/to/my-lock.{mjs,cjs,js} [--env 'REDIS_URL=redis://{addr}']...
 //     [--export NAME] [--acquire acquire] [--release release] [--extend extend]
 //     [--fencing] [--refusal REGEX]
 //
-// --env sets a variable the lock reads BEFORE it is required, so that a connection it
+// --env sets a variable the lock reads BEFORE it is loaded, so that a connection it
 // opens when loaded goes where locklab says: {addr} {host} {port} {timeout_ms} {timeout_s},
-// or any environment variable ({LOCKLAB_ADDRS}). The lock is module.exports, or its
-// export --export (a class is instantiated, another function called).
-"use strict";
-
-const net = require("node:net");
-const path = require("node:path");
-const readline = require("node:readline");
-const { parseArgs } = require("node:util");
+// or any environment variable ({LOCKLAB_ADDRS}). The lock is its export --export (a
+// class is instantiated, another function called), else the ES module itself when it
+// exports the acquire function, else its default export (a CommonJS module's
+// module.exports).
+import net from "node:net";
+import path from "node:path";
+import readline from "node:readline";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
 
 const { values: opt, positionals } = parseArgs({
   allowPositionals: true,
@@ -105,16 +106,20 @@ async function answer(lock, r) {
   return { id: r.id, outcome: "unknown", error: `${r.op}: unexpected result ${JSON.stringify(got)}` };
 }
 
-async function main() {
-  if (!positionals[0]) throw new Error("usage: node adapter.cjs /path/to/lock.js [options]");
+try {
+  if (!positionals[0]) throw new Error("usage: node adapter.mjs /path/to/lock.{mjs,cjs,js} [options]");
   const addr = await server();
   const vars = { addr, ...split(addr), timeout_ms: timeoutMs, timeout_s: timeoutMs / 1000 };
   for (const e of opt.env) {
     const [name, ...value] = e.split("=");
     process.env[name] = value.join("=").replace(/\{(\w+)\}/g, (m, k) => vars[k] ?? process.env[k] ?? m);
   }
-  const exported = require(path.resolve(positionals[0])); // runs its top level now
-  let lock = opt.export ? exported[opt.export] : exported;
+  // import() gives an ES module's exports, and a CommonJS module's module.exports as its
+  // default export (its named exports are copies of the properties Node found in its
+  // source, so the lock is taken from module.exports itself, as require() would give it).
+  const ns = await import(pathToFileURL(path.resolve(positionals[0])).href); // runs its top level now
+  const own = typeof ns[opt.acquire] === "function" && ns[opt.acquire] !== ns.default?.[opt.acquire];
+  let lock = opt.export ? (ns[opt.export] ?? ns.default?.[opt.export]) : own ? ns : ns.default;
   if (typeof lock === "function") lock = /^class\b/.test(String(lock)) ? new lock() : await lock();
   for (const f of [opt.acquire, opt.release]) {
     if (typeof lock?.[f] !== "function") throw new Error(`${positionals[0]}: the lock has no function ${f}`);
@@ -125,12 +130,8 @@ async function main() {
   for await (const line of readline.createInterface({ input: process.stdin, crlfDelay: Infinity })) {
     send(await answer(lock, JSON.parse(line)));
   }
+  process.exit(0);
+} catch (err) {
+  console.error("adapter:", err?.stack ?? err);
+  process.exit(1);
 }
-
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error("adapter:", err?.stack ?? err);
-    process.exit(1);
-  },
-);
