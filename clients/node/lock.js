@@ -14,7 +14,7 @@
 
 const crypto = require("node:crypto");
 const { performance } = require("node:perf_hooks");
-const { serve, unknown } = require("./protocol");
+const { serve, unknown, atMostOnce } = require("./protocol");
 
 const NAME = "node-ioredis";
 
@@ -29,23 +29,6 @@ const EXTEND = `if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0`;
-
-// options are this client's ioredis options; protocol.js adds where the servers are.
-//
-// Each command is sent at most once and fails rather than waits: no retries of a
-// request after a reconnect, no resending of commands in flight when the connection
-// dropped, no queue of commands while disconnected. Reconnecting in the background is
-// fine: a later request finds the connection back.
-function options(timeout) {
-  return {
-    maxRetriesPerRequest: 0, // null would mean "wait forever"; 0 fails at the first disconnect
-    enableOfflineQueue: false,
-    autoResendUnfulfilledCommands: false,
-    commandTimeout: timeout,
-    connectTimeout: timeout,
-    retryStrategy: (times) => Math.min(times * 50, 500),
-  };
-}
 
 async function acquire(redis, req) {
   const token = crypto.randomBytes(16).toString("hex");
@@ -79,4 +62,6 @@ async function extend(redis, req) {
 
 const OPS = { acquire, release, extend };
 
-serve({ name: NAME, options, ops: OPS, extend: true });
+// Each command is sent at most once and fails rather than waits (protocol.atMostOnce): a
+// resent SET NX would answer nil for the client's own lock.
+serve({ name: NAME, options: atMostOnce, ops: OPS, extend: true });

@@ -62,4 +62,23 @@ function load(name, spec) {
   return opts;
 }
 
-module.exports = { parse, load };
+// REDLOCK are the options both Redlocks take (redlock 4.2.0, node-redlock, and
+// @sesamecare-oss/redlock, node-redlock-auto; nodelibs.go's redlock* options).
+const REDLOCK = {
+  drift_factor: { kind: "string", default: "0.01", values: ["0", "0.001", "0.01", "0.1"] },
+  retry_count: { kind: "int", default: 0 },
+  retry_delay: { kind: "duration", default: 200 },
+  retry_jitter: { kind: "duration", default: 100 },
+};
+
+// redlockSettings are a Redlock's settings from the REDLOCK options in opts.
+function redlockSettings(opts) {
+  return {
+    driftFactor: Number(opts.drift_factor),
+    retryCount: opts.retry_count,
+    retryDelay: opts.retry_delay,
+    retryJitter: opts.retry_jitter,
+  };
+}
+
+module.exports = { parse, load, REDLOCK, redlockSettings };

@@ -99,10 +99,7 @@ const log = protocol.logger(NAME);
 
 // OPTIONS are the plan's settings (the defaults are nodelibs.go's).
 const OPTIONS = options.load(NAME, {
-  drift_factor: { kind: "string", default: "0.01", values: ["0", "0.001", "0.01", "0.1"] },
-  retry_count: { kind: "int", default: 0 },
-  retry_delay: { kind: "duration", default: 200 },
-  retry_jitter: { kind: "duration", default: 100 },
+  ...options.REDLOCK,
   automatic_extension_threshold: { kind: "duration", default: 100 },
 });
 
@@ -120,10 +117,7 @@ function database() {
 
 // SETTINGS are the Redlock's, from OPTIONS.
 const SETTINGS = {
-  driftFactor: Number(OPTIONS.drift_factor),
-  retryCount: OPTIONS.retry_count,
-  retryDelay: OPTIONS.retry_delay,
-  retryJitter: OPTIONS.retry_jitter,
+  ...options.redlockSettings(OPTIONS),
   automaticExtensionThreshold: OPTIONS.automatic_extension_threshold,
   db: database(),
 };

@@ -66,20 +66,10 @@ const LIBRARY = `redlock@${require("redlock/package.json").version} (ioredis@${r
 const log = protocol.logger(NAME);
 
 // OPTIONS are the plan's settings (the defaults are nodelibs.go's).
-const OPTIONS = options.load(NAME, {
-  drift_factor: { kind: "string", default: "0.01", values: ["0", "0.001", "0.01", "0.1"] },
-  retry_count: { kind: "int", default: 0 },
-  retry_delay: { kind: "duration", default: 200 },
-  retry_jitter: { kind: "duration", default: 100 },
-});
+const OPTIONS = options.load(NAME, options.REDLOCK);
 
 // SETTINGS are the Redlock's, from OPTIONS.
-const SETTINGS = {
-  driftFactor: Number(OPTIONS.drift_factor),
-  retryCount: OPTIONS.retry_count,
-  retryDelay: OPTIONS.retry_delay,
-  retryJitter: OPTIONS.retry_jitter,
-};
+const SETTINGS = options.redlockSettings(OPTIONS);
 
 // redlock is the one Redlock of the process, over the clients serve made.
 let redlock = null;
