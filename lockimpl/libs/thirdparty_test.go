@@ -370,17 +370,9 @@ func TestBSMRedislockExtend(t *testing.T) {
 }
 
 func TestBSMRedislockServerKilled(t *testing.T) {
-	n := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
-	l := thirdParty(t, "redislock", lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: time.Second})
+	l, lease := locktest.HeldOnKilledServer(t, get(t, "redislock"), time.Second, time.Minute)
 	ctx := clustertest.Context(t)
-	lease, err := l.Acquire(ctx, "k", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_, err = l.Extend(ctx, lease, time.Minute)
+	_, err := l.Extend(ctx, lease, time.Minute)
 	tpWantUnknown(t, "Extend on a killed server", err)
 	tpWantUnknown(t, "Release on a killed server", l.Release(ctx, lease))
 	_, err = l.Acquire(ctx, "k2", time.Minute)
@@ -520,22 +512,13 @@ func TestRueidislockLostWhenKeysDeleted(t *testing.T) {
 }
 
 func TestRueidislockServerKilled(t *testing.T) {
-	n := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
-	l := thirdParty(t, "rueidislock", lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: time.Second})
-	ctx := clustertest.Context(t)
-	lease, err := l.Acquire(ctx, "k", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l, lease := locktest.HeldOnKilledServer(t, get(t, "rueidislock"), time.Second, time.Second)
 	// The connection drops: the library gives the lock up.
 	locktest.Eventually(t, "Current turns false once the server is gone", func() bool {
 		_, held := l.(lockimpl.Renewer).Current(lease)
 		return !held
 	})
-	_, err = l.Acquire(ctx, "k2", time.Second)
+	_, err := l.Acquire(clustertest.Context(t), "k2", time.Second)
 	tpWantUnknown(t, "Acquire on a killed server", err)
 }
 

@@ -64,6 +64,24 @@ func ReplicatedLocker(t testing.TB, c *cluster.Cluster, impl lockimpl.Impl, clie
 	return New(t, impl, lockimpl.Config{Addrs: ep.Lock, Sentinels: ep.Sentinels, Master: ep.Master, Via: ep.Via, Timeout: timeout})
 }
 
+// HeldOnKilledServer builds impl against a server of its own, with timeout, takes the
+// lock of key "k" for ttl, and kills the server: the locker (closed at cleanup) and the
+// lease it holds, for a test of what the lock answers once its server is gone.
+func HeldOnKilledServer(t testing.TB, impl lockimpl.Impl, timeout, ttl time.Duration) (lockimpl.Locker, lockimpl.Lease) {
+	t.Helper()
+	n := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
+	l := New(t, impl, lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: timeout})
+	ctx := clustertest.Context(t)
+	lease, err := l.Acquire(ctx, "k", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return l, lease
+}
+
 // WaitGone waits (bounded) until key has expired.
 func WaitGone(t testing.TB, c *redis.Client, key string) {
 	t.Helper()

@@ -600,7 +600,7 @@ func TestRedisPyBlocking(t *testing.T) {
 		// within blocking_timeout.
 		{lockimpl.Options{"blocking": true, "blocking_timeout": 100 * time.Millisecond, "sleep": 30 * time.Millisecond}, false, 60 * time.Millisecond, 300 * time.Millisecond},
 	} {
-		l := redisPyLocker(t, lockimpl.Config{Addrs: []string{addr}, Options: c.opts})
+		l := locktest.New(t, get(t, "redis-py"), lockimpl.Config{Addrs: []string{addr}, Options: c.opts})
 		hold(300 * time.Millisecond)
 		start := time.Now()
 		lease, err := l.Acquire(ctx, "k", ttl)
@@ -630,7 +630,7 @@ func TestRedisPyBlocking(t *testing.T) {
 		{10 * time.Millisecond, 12, 31},
 		{100 * time.Millisecond, 3, 4},
 	} {
-		l := redisPyLocker(t, lockimpl.Config{Addrs: []string{addr}, Options: lockimpl.Options{
+		l := locktest.New(t, get(t, "redis-py"), lockimpl.Config{Addrs: []string{addr}, Options: lockimpl.Options{
 			"blocking": true, "blocking_timeout": 300 * time.Millisecond, "sleep": c.sleep}})
 		hold(time.Minute)
 		resetStats(t, rc)
@@ -650,8 +650,8 @@ func TestRedisPyBlocking(t *testing.T) {
 // on the main thread): the lock works as with the default.
 func TestRedisPyThreadLocalOff(t *testing.T) {
 	addr, rc := locktest.Server(t)
-	l := redisPyLocker(t, lockimpl.Config{Addrs: []string{addr}, Options: lockimpl.Options{"thread_local": false}})
-	other := redisPyLocker(t, lockimpl.Config{Addrs: []string{addr}, Options: lockimpl.Options{"thread_local": false}})
+	l := locktest.New(t, get(t, "redis-py"), lockimpl.Config{Addrs: []string{addr}, Options: lockimpl.Options{"thread_local": false}})
+	other := locktest.New(t, get(t, "redis-py"), lockimpl.Config{Addrs: []string{addr}, Options: lockimpl.Options{"thread_local": false}})
 	ctx := clustertest.Context(t)
 	lease, err := l.Acquire(ctx, "k", time.Minute)
 	if err != nil {

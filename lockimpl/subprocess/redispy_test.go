@@ -26,23 +26,11 @@ import (
 // so the shared conformance suite takes it as it is. Without python3-redis these tests
 // fail with New's message, which says what to install.
 
-// redisPyImpl is the redis-py implementation.
-func redisPyImpl(t testing.TB) lockimpl.Impl {
-	t.Helper()
-	return locktest.Impl(t, subprocess.Impls(), "redis-py")
-}
-
-// redisPyLocker is the redis-py implementation built from cfg, closed at cleanup.
-func redisPyLocker(t *testing.T, cfg lockimpl.Config) lockimpl.Locker {
-	t.Helper()
-	return locktest.New(t, redisPyImpl(t), cfg)
-}
-
 // uuid1RE is uuid.uuid1().hex, redis-py's token: time-based, version nibble 1.
 var uuid1RE = regexp.MustCompile(`^[0-9a-f]{12}1[0-9a-f]{3}[89ab][0-9a-f]{15}$`)
 
 func TestRedisPyRegistryEntry(t *testing.T) {
-	impl := redisPyImpl(t)
+	impl := get(t, "redis-py")
 	if impl.Topology != "single" || impl.Fencing || impl.Mutant || impl.Bug != "" ||
 		!strings.Contains(impl.Description, "redis-py 4.3.4") || !strings.Contains(impl.Description, "Lock") ||
 		!strings.Contains(impl.Description, "python3-redis") ||
@@ -54,14 +42,14 @@ func TestRedisPyRegistryEntry(t *testing.T) {
 // TestRedisPyConformance runs the shared conformance suite, the replicated topology
 // (through redis-py's Sentinel client) included.
 func TestRedisPyConformance(t *testing.T) {
-	locktest.Conformance(t, redisPyImpl(t))
+	locktest.Conformance(t, get(t, "redis-py"))
 }
 
 // The token is redis-py's own: uuid1().hex, 32 hex digits from the clock and the host's
 // node id, not 128 random bits. Leases of one process share the node part.
 func TestRedisPyTokenIsUUID1(t *testing.T) {
 	addr, rc := locktest.Server(t)
-	l := redisPyLocker(t, lockimpl.Config{Addrs: []string{addr}})
+	l := locktest.New(t, get(t, "redis-py"), lockimpl.Config{Addrs: []string{addr}})
 	ctx := clustertest.Context(t)
 	a, err := l.Acquire(ctx, "a", time.Minute)
 	if err != nil {
@@ -89,7 +77,7 @@ func TestRedisPyTokenIsUUID1(t *testing.T) {
 // so it never overstates the grant.
 func TestRedisPyTTLTruncatedToWhatWasSent(t *testing.T) {
 	addr, rc := locktest.Server(t)
-	l := redisPyLocker(t, lockimpl.Config{Addrs: []string{addr}})
+	l := locktest.New(t, get(t, "redis-py"), lockimpl.Config{Addrs: []string{addr}})
 	ctx := clustertest.Context(t)
 	const ttl = 1001 * time.Millisecond
 	start := time.Now()
@@ -123,9 +111,8 @@ func TestRedisPyTTLTruncatedToWhatWasSent(t *testing.T) {
 func TestRedisPyTimeoutIsUnknown(t *testing.T) {
 	n := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
 	rc := clustertest.Client(t, n.Addr())
-	l := redisPyLocker(t, lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: 300 * time.Millisecond})
-	p := clientProcess(t, l)
-	pid := p.Pid()
+	l := locktest.New(t, get(t, "redis-py"), lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: 300 * time.Millisecond})
+	pid := clientProcess(t, l).Pid()
 	ctx := clustertest.Context(t)
 	held, err := l.Acquire(ctx, "held", time.Minute)
 	if err != nil {
@@ -156,15 +143,7 @@ func TestRedisPyTimeoutIsUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed = true
-	if p.Pid() != pid {
-		t.Fatalf("client replaced (pid %d, was %d) after a well-formed unknown", p.Pid(), pid)
-	}
-	if _, err := l.Acquire(ctx, "k2", time.Minute); err != nil {
-		t.Fatalf("Acquire after the server resumed: %v", err)
-	}
-	if _, err := l.Acquire(ctx, "k", time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
-		t.Fatalf("Acquire of the key whose acquire was unknown: %v; want ErrNotAcquired (the first one took effect)", err)
-	}
+	stillServes(t, l, pid, "k")
 	if pttl := rc.PTTL(ctx, "held").Val(); pttl <= 10*time.Second {
 		t.Fatalf("PTTL of the lock whose extend to 1m was unknown: %s; want more than 10s (the extend took effect)", pttl)
 	}
@@ -184,7 +163,7 @@ func TestRedisPyTimeoutIsUnknown(t *testing.T) {
 func TestRedisPyReleaseAfterUnknownRelease(t *testing.T) {
 	n := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
 	rc := clustertest.Client(t, n.Addr())
-	l := redisPyLocker(t, lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: 300 * time.Millisecond})
+	l := locktest.New(t, get(t, "redis-py"), lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: 300 * time.Millisecond})
 	ctx := clustertest.Context(t)
 	warm, err := l.Acquire(ctx, "warm-up", time.Minute)
 	if err != nil {
@@ -216,16 +195,8 @@ func TestRedisPyReleaseAfterUnknownRelease(t *testing.T) {
 
 // A server that is gone: the client's commands fail with a connection error, unknown.
 func TestRedisPyServerKilledIsUnknown(t *testing.T) {
-	n := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
-	l := redisPyLocker(t, lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: time.Second})
+	l, lease := locktest.HeldOnKilledServer(t, get(t, "redis-py"), time.Second, time.Minute)
 	ctx := clustertest.Context(t)
-	lease, err := l.Acquire(ctx, "k", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := l.Acquire(ctx, "k2", time.Minute); lockimpl.Classify(err) != histories.Unknown || !strings.Contains(err.Error(), "ConnectionError") {
 		t.Fatalf("Acquire on a killed server: %v; want unknown (a ConnectionError)", err)
 	}
@@ -241,17 +212,10 @@ func TestRedisPyServerKilledIsUnknown(t *testing.T) {
 // the request carries the token, which the new process gives a new Lock.
 func TestRedisPyActsOnItsPredecessorsLease(t *testing.T) {
 	addr, rc := locktest.Server(t)
-	l := redisPyLocker(t, lockimpl.Config{Addrs: []string{addr}})
-	p := clientProcess(t, l)
-	pid := p.Pid()
+	l := locktest.New(t, get(t, "redis-py"), lockimpl.Config{Addrs: []string{addr}})
+	pid := clientProcess(t, l).Pid()
+	lease, p := signalled(t, l, 10*time.Second, syscall.SIGKILL)
 	ctx := clustertest.Context(t)
-	lease, err := l.Acquire(ctx, "k", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
 	ext, err := l.Extend(ctx, lease, time.Hour)
 	if err != nil {
 		t.Fatalf("Extend by the new client: %v", err)
@@ -273,46 +237,12 @@ func TestRedisPyActsOnItsPredecessorsLease(t *testing.T) {
 // SIGSTOP freezes the client: its lease expires, another client takes the lock, and
 // once continued the first client's release is refused by the script.
 func TestRedisPySignalPausesTheProcess(t *testing.T) {
-	addr, rc := locktest.Server(t)
-	a := redisPyLocker(t, lockimpl.Config{Addrs: []string{addr}})
-	b := redisPyLocker(t, lockimpl.Config{Addrs: []string{addr}})
-	pa := clientProcess(t, a)
-	ctx := clustertest.Context(t)
-	lease, err := a.Acquire(ctx, "k", 300*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pa.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	locktest.WaitGone(t, rc, "k")
-	fresh, err := b.Acquire(ctx, "k", time.Minute)
-	if err != nil {
-		t.Fatalf("Acquire while the holder is frozen past its TTL: %v", err)
-	}
-	if err := pa.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Release(ctx, lease); !errors.Is(err, lockimpl.ErrNotHeld) {
-		t.Fatalf("Release by the woken client: %v; want ErrNotHeld", err)
-	}
-	if got := rc.Get(ctx, "k").Val(); got != fresh.Token {
-		t.Fatalf("server holds %q, want the new holder's token", got)
-	}
+	signalPausesTheProcess(t, get(t, "redis-py"))
 }
 
 func TestRedisPySaysWhatToInstall(t *testing.T) {
-	impl := redisPyImpl(t)
+	impl := get(t, "redis-py")
 	cfg := lockimpl.Config{Addrs: []string{"127.0.0.1:1"}}
-	newErr := func(t *testing.T) error {
-		t.Helper()
-		l, err := impl.New(cfg)
-		if err == nil {
-			l.Close()
-			t.Fatal("New succeeded")
-		}
-		return err
-	}
 
 	t.Run("no python3-redis", func(t *testing.T) {
 		// Debian's interpreter without site-packages: no redis module.
@@ -321,21 +251,21 @@ func TestRedisPySaysWhatToInstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Setenv(subprocess.EnvPython, python)
-		err := newErr(t)
+		err := newErr(t, impl, cfg)
 		if !strings.Contains(err.Error(), "apt-get install -y python3-redis") {
 			t.Errorf("error %q does not say to install python3-redis", err)
 		}
 	})
 	t.Run("no interpreter", func(t *testing.T) {
 		t.Setenv(subprocess.EnvPython, filepath.Join(t.TempDir(), "python3"))
-		err := newErr(t)
+		err := newErr(t, impl, cfg)
 		if !strings.Contains(err.Error(), "python3-redis") || !strings.Contains(err.Error(), subprocess.EnvPython) {
 			t.Errorf("error %q does not name python3-redis and %s", err, subprocess.EnvPython)
 		}
 	})
 	t.Run("no client there", func(t *testing.T) {
 		t.Setenv(subprocess.EnvPythonClient, filepath.Join(t.TempDir(), "nowhere"))
-		if err := newErr(t); !strings.Contains(err.Error(), subprocess.EnvPythonClient) {
+		if err := newErr(t, impl, cfg); !strings.Contains(err.Error(), subprocess.EnvPythonClient) {
 			t.Errorf("error %q does not name %s", err, subprocess.EnvPythonClient)
 		}
 	})

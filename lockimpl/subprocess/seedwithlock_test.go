@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -28,22 +27,14 @@ import (
 // The shared suite (locktest.Conformance) cannot take it as it is: it reads the lock
 // under the caller's key, where this lock keeps it under "lock:<key>", and it requires
 // Extend, which this lock does not have. TestSeedWithLockConformance runs the same
-// checks with those two differences.
+// checks with those differences, as for the Node.js libraries (libConformance).
 
-// seedImpl is the seed-withlock implementation.
-func seedImpl(t testing.TB) lockimpl.Impl {
-	t.Helper()
-	return locktest.Impl(t, subprocess.Impls(), "seed-withlock")
-}
-
-// seedKey is where seed-withlock keeps the lock of key.
-func seedKey(key string) string { return "lock:" + key }
-
-// uuidRE is crypto.randomUUID()'s format, the blog's token.
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+// seedLib is seed-withlock as libConformance takes it: on one server, the lock of key
+// at "lock:<key>", a crypto.randomUUID() token, no extend, and no validity reported.
+var seedLib = nodeLib{name: "seed-withlock", nodes: 1, prefix: "lock:", noExtend: true, noValidity: true, token: uuidRE}
 
 func TestSeedWithLockRegistryEntry(t *testing.T) {
-	impl := seedImpl(t)
+	impl := seedLib.impl(t)
 	if impl.Topology != "single" || impl.Fencing || impl.Mutant || impl.Bug != "" ||
 		!strings.Contains(impl.Description, "blog") || !strings.Contains(impl.Description, "ioredis's defaults") ||
 		len(impl.Steps) != 1 || impl.Steps[0] != lockimpl.StepGranted {
@@ -54,7 +45,7 @@ func TestSeedWithLockRegistryEntry(t *testing.T) {
 // seed-withlock.js is found beside lock.js: $LOCKLAB_NODE_CLIENT may name the folder or
 // lock.js, and a folder without seed-withlock.js is an error that says so.
 func TestSeedWithLockFoundBesideLockJS(t *testing.T) {
-	impl := seedImpl(t)
+	impl := seedLib.impl(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "lock.js"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -75,237 +66,14 @@ func TestSeedWithLockFoundBesideLockJS(t *testing.T) {
 // TestSeedWithLockConformance is locktest.Conformance's checks, for a lock that lives at
 // lock:<key> and has no extend.
 func TestSeedWithLockConformance(t *testing.T) {
-	impl := seedImpl(t)
-
-	t.Run("AcquireRelease", func(t *testing.T) {
-		addr, rc := locktest.Server(t)
-		a, b := locktest.Locker(t, impl, addr, nil), locktest.Locker(t, impl, addr, nil)
-		ctx := clustertest.Context(t)
-		const ttl = time.Minute
-		lease, err := a.Acquire(ctx, "k", ttl)
-		if err != nil {
-			t.Fatalf("Acquire: %v", err)
-		}
-		if !uuidRE.MatchString(lease.Token) || lease.Key != "k" || lease.Fence != 0 {
-			t.Fatalf("lease %+v: want key k, a crypto.randomUUID() token and no fence", lease)
-		}
-		if lease.Validity <= 0 || lease.Validity > ttl || lease.Remaining(time.Now()) > ttl {
-			t.Fatalf("validity %s, remaining %s; want in (0, %s]", lease.Validity, lease.Remaining(time.Now()), ttl)
-		}
-		if got := rc.Get(ctx, seedKey("k")).Val(); got != lease.Token {
-			t.Fatalf("server holds %q at %s, want the lease's token", got, seedKey("k"))
-		}
-		if rc.Exists(ctx, "k").Val() != 0 {
-			t.Fatal("the lock was taken under the bare key, not lock:k")
-		}
-		if pttl := rc.PTTL(ctx, seedKey("k")).Val(); pttl <= 0 || pttl > ttl {
-			t.Fatalf("PTTL %s, want in (0, %s]", pttl, ttl)
-		}
-		_, err = b.Acquire(ctx, "k", ttl)
-		if !errors.Is(err, lockimpl.ErrNotAcquired) || lockimpl.Classify(err) != histories.Fail {
-			t.Fatalf("second Acquire: %v; want ErrNotAcquired", err)
-		}
-		if err := a.Release(ctx, lease); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
-		if rc.Exists(ctx, seedKey("k")).Val() != 0 {
-			t.Fatal("key still there after Release")
-		}
-		// withLock ignores the release's answer; the protocol must still tell it.
-		if err := a.Release(ctx, lease); !errors.Is(err, lockimpl.ErrNotHeld) || lockimpl.Classify(err) != histories.Fail {
-			t.Fatalf("second Release: %v; want ErrNotHeld", err)
-		}
-		if _, err := b.Acquire(ctx, "k", ttl); err != nil {
-			t.Fatalf("Acquire after Release: %v", err)
-		}
-	})
-
-	t.Run("StaleLeaseCannotHarmNewHolder", func(t *testing.T) {
-		addr, rc := locktest.Server(t)
-		a, b := locktest.Locker(t, impl, addr, nil), locktest.Locker(t, impl, addr, nil)
-		ctx := clustertest.Context(t)
-		stale, err := a.Acquire(ctx, "k", 20*time.Millisecond)
-		if err != nil {
-			t.Fatal(err)
-		}
-		locktest.WaitGone(t, rc, seedKey("k"))
-		fresh, err := b.Acquire(ctx, "k", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Release(ctx, stale); !errors.Is(err, lockimpl.ErrNotHeld) {
-			t.Fatalf("Release of a stale lease: %v; want ErrNotHeld", err)
-		}
-		if _, err := a.Extend(ctx, stale, time.Hour); !errors.Is(err, lockimpl.ErrUnsupported) {
-			t.Fatalf("Extend of a stale lease: %v; want ErrUnsupported", err)
-		}
-		if got := rc.Get(ctx, seedKey("k")).Val(); got != fresh.Token {
-			t.Fatalf("server holds %q, want the new holder's token", got)
-		}
-	})
-
-	// Extend: the hello says "extend": false, so locklab answers ErrUnsupported itself,
-	// sends nothing, and the lock is untouched.
-	t.Run("NoExtend", func(t *testing.T) {
-		addr, rc := locktest.Server(t)
-		l := locktest.Locker(t, impl, addr, nil)
-		pid := clientProcess(t, l).Pid()
-		ctx := clustertest.Context(t)
-		lease, err := l.Acquire(ctx, "k", time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Extend(ctx, lease, time.Hour); !errors.Is(err, lockimpl.ErrUnsupported) {
-			t.Fatalf("Extend: %v; want ErrUnsupported", err)
-		}
-		if pttl := rc.PTTL(ctx, seedKey("k")).Val(); pttl > time.Second {
-			t.Fatalf("PTTL %s after a refused Extend, want at most 1s", pttl)
-		}
-		if p := clientProcess(t, l).Pid(); p != pid {
-			t.Fatalf("client replaced (pid %d, was %d): Extend must not reach it", p, pid)
-		}
-		if err := l.Release(ctx, lease); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
-	})
-
-	t.Run("LeaseExpires", func(t *testing.T) {
-		addr, rc := locktest.Server(t)
-		a, b := locktest.Locker(t, impl, addr, nil), locktest.Locker(t, impl, addr, nil)
-		ctx := clustertest.Context(t)
-		const ttl = 100 * time.Millisecond
-		if _, err := a.Acquire(ctx, "k", ttl); err != nil {
-			t.Fatal(err)
-		}
-		if pttl := rc.PTTL(ctx, seedKey("k")).Val(); pttl == -1 || pttl > ttl {
-			t.Fatalf("PTTL %s, want at most %s", pttl, ttl)
-		}
-		locktest.WaitGone(t, rc, seedKey("k"))
-		if _, err := b.Acquire(ctx, "k", time.Minute); err != nil {
-			t.Fatalf("Acquire after expiry: %v", err)
-		}
-	})
-
-	t.Run("Fences", func(t *testing.T) {
-		addr, _ := locktest.Server(t)
-		lockers := []lockimpl.Locker{locktest.Locker(t, impl, addr, nil), locktest.Locker(t, impl, addr, nil)}
-		ctx := clustertest.Context(t)
-		for i := range 4 {
-			lease, err := lockers[i%2].Acquire(ctx, "k", time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if lease.Fence != 0 {
-				t.Fatalf("fence %d, want none", lease.Fence)
-			}
-			if _, err := lockers[(i+1)%2].Acquire(ctx, "k", time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
-				t.Fatalf("contending Acquire: %v; want ErrNotAcquired", err)
-			}
-			if err := lockers[i%2].Release(ctx, lease); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
-
-	// The client reports no validity: the deadline is exactly the reading before the
-	// request plus the ttl.
-	t.Run("DeadlineCountsFromBeforeTheCommand", func(t *testing.T) {
-		addr, _ := locktest.Server(t)
-		start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-		clock := locktest.NewSteppedClock(start, 10*time.Millisecond)
-		l := locktest.New(t, impl, lockimpl.Config{Addrs: []string{addr}, Clock: clock})
-		const ttl = time.Second
-		lease, err := l.Acquire(clustertest.Context(t), "k", ttl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := start.Add(ttl); !lease.Deadline.Equal(want) || lease.Validity != ttl-10*time.Millisecond {
-			t.Fatalf("deadline %v, validity %s; want %v and %s", lease.Deadline, lease.Validity, want, ttl-10*time.Millisecond)
-		}
-	})
-
-	t.Run("CrashAfterGrant", func(t *testing.T) {
-		addr, rc := locktest.Server(t)
-		l := locktest.Locker(t, impl, addr, func(_ context.Context, step string) error {
-			if step == lockimpl.StepGranted {
-				return fmt.Errorf("at %s: %w", step, lockimpl.ErrCrashed)
-			}
-			return nil
-		})
-		ctx := clustertest.Context(t)
-		_, err := l.Acquire(ctx, "k", time.Minute)
-		if !errors.Is(err, lockimpl.ErrCrashed) || lockimpl.Classify(err) != histories.Unknown {
-			t.Fatalf("Acquire: %v (%s); want the injected crash, unknown", err, lockimpl.Classify(err))
-		}
-		if pttl := rc.PTTL(ctx, seedKey("k")).Val(); pttl <= 0 {
-			t.Fatalf("PTTL %s, want a granted lock with an expiry", pttl)
-		}
-	})
-
-	t.Run("BadArguments", func(t *testing.T) {
-		addr, _ := locktest.Server(t)
-		l := locktest.Locker(t, impl, addr, nil)
-		ctx := clustertest.Context(t)
-		if _, err := l.Acquire(ctx, "", time.Second); err == nil {
-			t.Error("Acquire with an empty key succeeded")
-		}
-		if _, err := l.Acquire(ctx, "k", time.Microsecond); err == nil {
-			t.Error("Acquire with a sub-millisecond ttl succeeded")
-		}
-	})
-
-	t.Run("SingleInstanceLocksRunOnReplicated", func(t *testing.T) {
-		if !impl.RunsOn(cluster.Replicated) {
-			t.Fatalf("%s does not run on %s", impl.Name, cluster.Replicated)
-		}
-		c := clustertest.Start(t, cluster.Topology{Kind: cluster.Replicated, Nodes: 2})
-		ctx := clustertest.Context(t)
-		a, b := locktest.ReplicatedLocker(t, c, impl, 0, time.Second), locktest.ReplicatedLocker(t, c, impl, 1, time.Second)
-		lease, err := a.Acquire(ctx, "k", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		primary := clustertest.Client(t, c.Lock[0].Addr())
-		if got := primary.Get(ctx, seedKey("k")).Val(); got != lease.Token {
-			t.Fatalf("primary holds %q, want the lease's token", got)
-		}
-		if _, err := b.Acquire(ctx, "k", time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
-			t.Fatalf("second Acquire: %v; want ErrNotAcquired", err)
-		}
-		if err := a.Release(ctx, lease); err != nil {
-			t.Fatal(err)
-		}
-	})
+	libConformance(t, []nodeLib{seedLib})
 }
 
 // A server that answers nothing: the command timeout (LOCKLAB_TIMEOUT_MS) makes the
 // acquire unknown, and the client stays, although ioredis's retries are at their
 // defaults. The command did reach the server, which runs it once resumed.
 func TestSeedWithLockTimeoutIsUnknown(t *testing.T) {
-	n := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
-	l := locktest.New(t, seedImpl(t), lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: 300 * time.Millisecond})
-	p := clientProcess(t, l)
-	pid := p.Pid()
-	ctx := clustertest.Context(t)
-	if _, err := l.Acquire(ctx, "warm-up", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Pause(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_, err := l.Acquire(ctx, "k", time.Minute)
-	if lockimpl.Classify(err) != histories.Unknown || !strings.Contains(err.Error(), "Command timed out") {
-		t.Fatalf("Acquire against a paused server: %v; want the client's unknown", err)
-	}
-	if err := n.Resume(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if p.Pid() != pid {
-		t.Fatalf("client replaced (pid %d, was %d) after a well-formed unknown", p.Pid(), pid)
-	}
-	if _, err := l.Acquire(ctx, "k", time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
-		t.Fatalf("Acquire of the key whose acquire was unknown: %v; want ErrNotAcquired (the first one took effect)", err)
-	}
+	commandTimeoutIsUnknown(t, seedLib.impl(t))
 }
 
 // resendAttempt is what one try of the reset experiment saw.
@@ -375,7 +143,7 @@ const resendTTL = 20 * time.Second
 func TestSeedWithLockResentSetNXAnswersNilForItsOwnLock(t *testing.T) {
 	lab := newResendLab(t)
 	ctx := clustertest.Context(t)
-	impl := seedImpl(t)
+	impl := seedLib.impl(t)
 	l := locktest.New(t, impl, lockimpl.Config{Addrs: []string{lab.via}, Timeout: 3 * time.Second})
 	other := locktest.Locker(t, impl, lab.addr, nil) // another client, directly on the server
 
@@ -383,7 +151,7 @@ func TestSeedWithLockResentSetNXAnswersNilForItsOwnLock(t *testing.T) {
 	lies := 0
 	for i := range attempts {
 		key := fmt.Sprintf("job-%d", i)
-		a, err := lab.experiment(ctx, l, other, key, seedKey(key))
+		a, err := lab.experiment(ctx, l, other, key, seedLib.key(key))
 		if err != nil {
 			t.Fatalf("attempt %d: %v", i, err)
 		}
@@ -406,7 +174,7 @@ func TestSeedWithLockResentSetNXAnswersNilForItsOwnLock(t *testing.T) {
 func TestNodeClientResetMidAcquireIsUnknownNotResent(t *testing.T) {
 	lab := newResendLab(t)
 	ctx := clustertest.Context(t)
-	impl := nodeImpl(t)
+	impl := get(t, "node-ioredis")
 	l := locktest.New(t, impl, lockimpl.Config{Addrs: []string{lab.via}, Timeout: 3 * time.Second})
 	other := locktest.Locker(t, impl, lab.addr, nil)
 	a, err := lab.experiment(ctx, l, other, "job", "job")

@@ -26,65 +26,13 @@ import (
 // node or the client's node_modules are missing these tests fail with New's message,
 // which says what to install: CI installs them, so a skip would hide a broken setup.
 
-// nodeImpl is the node-ioredis implementation.
-func nodeImpl(t testing.TB) lockimpl.Impl {
-	t.Helper()
-	return locktest.Impl(t, subprocess.Impls(), "node-ioredis")
-}
-
-// nodeLocker is the node-ioredis implementation built from cfg, closed at cleanup.
-func nodeLocker(t *testing.T, cfg lockimpl.Config) lockimpl.Locker {
-	t.Helper()
-	return locktest.New(t, nodeImpl(t), cfg)
-}
-
 // TestConformance runs the shared conformance suite on the Node.js client.
 func TestConformance(t *testing.T) {
-	locktest.Conformance(t, nodeImpl(t))
-}
-
-// clientProcess is the process side of a subprocess locker.
-func clientProcess(t *testing.T, l lockimpl.Locker) subprocess.ClientProcess {
-	t.Helper()
-	p, ok := l.(subprocess.ClientProcess)
-	if !ok {
-		t.Fatalf("%T is not a ClientProcess", l)
-	}
-	if p.Pid() <= 0 {
-		t.Fatalf("Pid() = %d after New", p.Pid())
-	}
-	return p
-}
-
-// reaped reports whether pid no longer exists at all (not even as a zombie): the
-// locker's own child must be both dead and reaped.
-func reaped(pid int) bool {
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
-
-// procState is pid's state letter from /proc ('T' stopped, 'Z' zombie), 0 when gone.
-func procState(pid int) byte {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return 0
-	}
-	return s[i+2]
-}
-
-// notRunning reports whether pid is gone or a zombie: a process the client left behind
-// is reparented, and reaping it is then its new parent's business.
-func notRunning(pid int) bool {
-	st := procState(pid)
-	return st == 0 || st == 'Z'
+	locktest.Conformance(t, get(t, "node-ioredis"))
 }
 
 func TestNodeClientRegistryEntry(t *testing.T) {
-	impl := nodeImpl(t)
+	impl := get(t, "node-ioredis")
 	if impl.Topology != "single" || impl.Fencing || impl.Mutant || impl.Description == "" ||
 		len(impl.Steps) != 1 || impl.Steps[0] != lockimpl.StepGranted {
 		t.Errorf("node-ioredis = %+v", impl)
@@ -95,74 +43,19 @@ func TestNodeClientRegistryEntry(t *testing.T) {
 // client stays usable. The command did reach the server, which runs it once resumed:
 // "unknown" was the honest answer.
 func TestNodeClientTimeoutIsUnknown(t *testing.T) {
-	n := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
-	l := nodeLocker(t, lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: 300 * time.Millisecond})
-	p := clientProcess(t, l)
-	pid := p.Pid()
-	ctx := clustertest.Context(t)
-	// The client is connected (a command it refuses to send while connecting would be
-	// another unknown, not this test's).
-	if _, err := l.Acquire(ctx, "warm-up", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Pause(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_, err := l.Acquire(ctx, "k", time.Minute)
-	if lockimpl.Classify(err) != histories.Unknown || !strings.Contains(err.Error(), "Command timed out") {
-		t.Fatalf("Acquire against a paused server: %v; want the client's unknown", err)
-	}
-	if err := n.Resume(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if p.Pid() != pid {
-		t.Fatalf("client replaced (pid %d, was %d) after a well-formed unknown", p.Pid(), pid)
-	}
-	if _, err := l.Acquire(ctx, "k2", time.Minute); err != nil {
-		t.Fatalf("Acquire after the server resumed: %v", err)
-	}
-	if _, err := l.Acquire(ctx, "k", time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
-		t.Fatalf("Acquire of the key whose acquire was unknown: %v; want ErrNotAcquired (the first one took effect)", err)
-	}
+	commandTimeoutIsUnknown(t, get(t, "node-ioredis"))
 }
 
 // SIGSTOP is a true process pause: the frozen client's lease expires and another
 // client takes the lock; once continued, the first client's release is refused.
 func TestNodeClientSignalPausesTheProcess(t *testing.T) {
-	addr, rc := locktest.Server(t)
-	a, b := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}}), nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
-	pa := clientProcess(t, a)
-	ctx := clustertest.Context(t)
-	lease, err := a.Acquire(ctx, "k", 300*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pa.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	if st := procState(pa.Pid()); st != 'T' {
-		t.Fatalf("client state %q after SIGSTOP, want T (stopped)", st)
-	}
-	time.Sleep(600 * time.Millisecond)
-	locktest.WaitGone(t, rc, "k")
-	if procState(pa.Pid()) != 'T' {
-		t.Fatal("client ran again while it should be stopped")
-	}
-	if _, err := b.Acquire(ctx, "k", time.Minute); err != nil {
-		t.Fatalf("Acquire while the holder is frozen past its TTL: %v", err)
-	}
-	if err := pa.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Release(ctx, lease); !errors.Is(err, lockimpl.ErrNotHeld) {
-		t.Fatalf("Release by the woken client: %v; want ErrNotHeld", err)
-	}
+	signalPausesTheProcess(t, get(t, "node-ioredis"))
 }
 
 // SIGKILL is a crash: the client is gone, and the next request runs a new one.
 func TestNodeClientSignalKill(t *testing.T) {
 	addr, _ := locktest.Server(t)
-	l := nodeLocker(t, lockimpl.Config{Addrs: []string{addr}})
+	l := locktest.New(t, get(t, "node-ioredis"), lockimpl.Config{Addrs: []string{addr}})
 	p := clientProcess(t, l)
 	pid := p.Pid()
 	if err := p.Signal(syscall.SIGKILL); err != nil {
@@ -184,7 +77,7 @@ func TestNodeClientSignalKill(t *testing.T) {
 
 func TestNodeClientCloseLeavesNoProcess(t *testing.T) {
 	addr, _ := locktest.Server(t)
-	impl := nodeImpl(t)
+	impl := get(t, "node-ioredis")
 	l, err := impl.New(lockimpl.Config{Addrs: []string{addr}})
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +104,7 @@ func TestNodeClientCloseLeavesNoProcess(t *testing.T) {
 // is unknowable, is killed and reaped, and Close finds nothing left.
 func TestNodeClientContextCancelledMidRequest(t *testing.T) {
 	n := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
-	l := nodeLocker(t, lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: time.Minute})
+	l := locktest.New(t, get(t, "node-ioredis"), lockimpl.Config{Addrs: []string{n.Addr()}, Timeout: time.Minute})
 	p := clientProcess(t, l)
 	pid := p.Pid()
 	if err := n.Pause(clustertest.Context(t)); err != nil {
@@ -236,21 +129,11 @@ func TestNodeClientContextCancelledMidRequest(t *testing.T) {
 }
 
 func TestNodeClientSaysWhatToInstall(t *testing.T) {
-	impl := nodeImpl(t)
+	impl := get(t, "node-ioredis")
 	cfg := lockimpl.Config{Addrs: []string{"127.0.0.1:1"}}
-	newErr := func() error {
-		t.Helper()
-		l, err := impl.New(cfg)
-		if err == nil {
-			l.Close()
-			t.Fatal("New succeeded")
-		}
-		return err
-	}
-
 	t.Run("no client there", func(t *testing.T) {
 		t.Setenv(subprocess.EnvNodeClient, filepath.Join(t.TempDir(), "nowhere"))
-		if err := newErr(); !strings.Contains(err.Error(), subprocess.EnvNodeClient) {
+		if err := newErr(t, impl, cfg); !strings.Contains(err.Error(), subprocess.EnvNodeClient) {
 			t.Errorf("error %q does not name %s", err, subprocess.EnvNodeClient)
 		}
 	})
@@ -264,13 +147,13 @@ func TestNodeClientSaysWhatToInstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Setenv(subprocess.EnvNodeClient, dir)
-		if err := newErr(); !strings.Contains(err.Error(), "npm ci --prefix clients/node") || !strings.Contains(err.Error(), "ioredis") {
+		if err := newErr(t, impl, cfg); !strings.Contains(err.Error(), "npm ci --prefix clients/node") || !strings.Contains(err.Error(), "ioredis") {
 			t.Errorf("error %q does not say to install ioredis with npm ci", err)
 		}
 	})
 	t.Run("no node", func(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
-		if err := newErr(); !strings.Contains(err.Error(), "node") || !strings.Contains(err.Error(), "PATH") {
+		if err := newErr(t, impl, cfg); !strings.Contains(err.Error(), "node") || !strings.Contains(err.Error(), "PATH") {
 			t.Errorf("error %q does not say node is missing from PATH", err)
 		}
 	})
