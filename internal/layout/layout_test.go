@@ -127,7 +127,7 @@ var stage = map[string]int{
 	"campaign/expect": 9,
 	"campaign":        10, "matrix": 10, "jobsbench": 10,
 	"report":      11,
-	"cmd/locklab": 12,
+	"cmd/locklab": 12, "cmd/locklab-lockserve": 12,
 }
 
 // TestImportsFollowTheFlow: no package imports one that comes later in the flow, campaign
