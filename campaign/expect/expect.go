@@ -122,12 +122,12 @@ func Rules() []Rule {
 			Why: "fences and progress do not depend on the client; mutual exclusion does: a careless client acts on a grant however late it arrived, and on a loaded machine a client process can receive it after its lease ran out (measured: node-redlock, 358 ms for a 350 ms lease at 4 plans in parallel on 2 cores)",
 		},
 		{
-			Name: "client-crash", Impls: textbook, Topologies: both, Calm: true,
+			Name: "client-crash", Impls: textbook, Topologies: both, Calm: true, Careful: true,
 			Faults: []FaultMatch{{Kind: "client-crash"}}, Holds: all,
 			Why: "a crashed client ends its own belief and sends nothing more; its lease expires by its TTL",
 		},
 		{
-			Name: "late-release", Impls: textbook, Topologies: both, Calm: true,
+			Name: "late-release", Impls: textbook, Topologies: both, Calm: true, Careful: true,
 			Faults: []FaultMatch{{Kind: "client-crash"}, {Kind: "client-pause", Points: []string{workload.InRelease}}}, Holds: all,
 			Why: "a release held up after it was issued ends its caller's belief before it stalls, and the token check makes it harmless when it arrives late",
 		},
