@@ -20,11 +20,14 @@ node-deps: clients/node/node_modules/.package-lock.json
 clients/node/node_modules/.package-lock.json: clients/node/package.json clients/node/package-lock.json
 	npm ci --prefix clients/node --no-audit --no-fund
 
-# locklab, and locklab-lockserve: the in-process locks as subprocess clients (the
-# *-process implementations, for stop-the-world pauses).
+# locklab, locklab-lockserve (the in-process locks as subprocess clients: the *-process
+# implementations, for stop-the-world pauses), and locklab-etcd: the etcd server of the
+# go.etcd.io/etcd/server/v3 release pinned in go.mod (a tool dependency), for the etcd
+# topology.
 build:
 	$(GO) build -o $(BIN) ./cmd/locklab
 	$(GO) build -o bin/locklab-lockserve ./cmd/locklab-lockserve
+	$(GO) build -o bin/locklab-etcd go.etcd.io/etcd/server/v3
 
 # Kleppmann's pause on the textbook lock (with an INCR fence), with fencing off and full.
 # Exit status 1 means "violation found", which is what the demo shows; 2 or more is an error.
@@ -44,8 +47,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadHistory -fuzztime 60s ./histories
 	$(GO) test -run '^$$' -fuzz FuzzParsePlan -fuzztime 60s ./plan
 
-bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem ./histories ./linearizability ./workload
+bench: deps build
+	$(GO) test -run '^$$' -bench . -benchmem ./histories ./linearizability ./workload ./locks
 
 # A short property-based fault campaign for CI (docs/nightly.md): for each bug class a
 # random search (no scenario hints) that stops at its first detection, confirms and

@@ -21,8 +21,11 @@ func TestClassesCoverTheCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range plans {
-		if p.Name == "baseline" || p.Name == "restart-aof-always" {
-			continue // safe counterparts
+		if p.Name == "baseline" || p.Name == "restart-aof-always" || p.Name == "leader-partition" {
+			continue // safe counterparts (leader-partition: etcd's, to failover-loss)
+		}
+		if p.Name == "stop-the-world" {
+			continue // pause-past-ttl for renewing locks out of process; that class searches setnx
 		}
 		if p.Workload == plan.WorkloadJobs {
 			continue // the job-queue scenarios fix their lock and are asserted in runner's tests, not searched by class

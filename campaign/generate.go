@@ -53,7 +53,7 @@ func fencingModes() []string {
 
 // topology kinds an implementation may be drawn on.
 type topoChoice struct {
-	kind  string   // cluster.Single, cluster.Replicated or cluster.Nodes
+	kind  string   // cluster.Single, cluster.Replicated, cluster.Nodes or cluster.Etcd
 	kinds []string // fault kinds of the space available on it
 }
 
@@ -151,12 +151,15 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 			why = append(why, fmt.Sprintf("%s grants no fencing tokens, so fencing %s is impossible", name, strings.Join(s.Fencings, ",")))
 			continue
 		}
-		for _, topo := range []string{cluster.Single, cluster.Replicated, cluster.Nodes} {
+		for _, topo := range []string{cluster.Single, cluster.Replicated, cluster.Nodes, cluster.Etcd} {
 			if !impl.RunsOn(topo) {
 				continue
 			}
 			tc := topoChoice{kind: topo}
 			for _, k := range kinds {
+				if faults.OnTopology(k, cluster.Topology{Kind: topo}) != nil {
+					continue
+				}
 				if need := gens[k].needs; need == "" || need == topo {
 					tc.kinds = append(tc.kinds, k)
 				}
@@ -224,6 +227,8 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 		topo.Nodes = rapid.IntRange(3, 5).Draw(t, "nodes")
 	case cluster.Replicated:
 		topo.Nodes = 3
+	case cluster.Etcd:
+		topo.Nodes = rapid.SampledFrom([]int{1, 3}).Draw(t, "members")
 	}
 	p.Topology = topo.String()
 	p.Fencing = rapid.SampledFrom(is.fencings).Draw(t, "fencing")
@@ -258,7 +263,7 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 		// effect meets other clients' critical sections rather than the end of the run.
 		run = max(run, min(maxRun, f.At.D()+f.Duration.D()+2*ttl))
 		switch {
-		case f.Kind == "server-crash" && f.Target != "store" && p.Persistence == "":
+		case f.Kind == "server-crash" && f.Target != "store" && p.Persistence == "" && topo.Kind != cluster.Etcd:
 			p.Persistence = rapid.SampledFrom([]string{string(cluster.PersistNone), string(cluster.PersistAOFEverysec), string(cluster.PersistAOFAlways)}).Draw(t, "persistence")
 		case f.Kind == "server-clock" && f.Mode == faults.ClockModeFaketime:
 			p.ServerClock = cluster.ClockFaketime
@@ -518,8 +523,13 @@ func (e faultEnv) serverTarget(t *rapid.T, store bool) string {
 func (e faultEnv) linkTarget(t *rapid.T) string {
 	servers := append(lockNodes(e.topo), "store")
 	shapes := []string{"client->server", "clients->server", "client->all"}
-	if e.topo.Kind == cluster.Replicated {
+	switch e.topo.Kind {
+	case cluster.Replicated:
 		shapes = append(shapes, "replication")
+	case cluster.Etcd:
+		if e.topo.Nodes > 1 {
+			shapes = append(shapes, "peer")
+		}
 	}
 	switch rapid.SampledFrom(shapes).Draw(t, "link_shape") {
 	case "client->server":
@@ -528,6 +538,9 @@ func (e faultEnv) linkTarget(t *rapid.T) string {
 		return "client:*->" + rapid.SampledFrom(servers).Draw(t, "link_server")
 	case "client->all":
 		return fmt.Sprintf("client:%d->*", rapid.IntRange(0, e.clients-1).Draw(t, "link_client"))
+	case "peer":
+		// A member cut off from its peers (cluster.PeerLink).
+		return cluster.PeerLink(rapid.SampledFrom(lockNodes(e.topo)).Draw(t, "link_member"))
 	}
 	return lockNodes(e.topo)[0] + "->*"
 }

@@ -20,7 +20,7 @@ type Options struct {
 	ServerClock string
 }
 
-// Cluster is a running topology: the lock servers clients talk to, and a separate store
+// Cluster is a running topology: the lock servers (Redis, or etcd members) clients talk to, and a separate store
 // for the protected resource, so that faults on lock servers never touch it.
 type Cluster struct {
 	Topology Topology
@@ -45,7 +45,7 @@ func Start(ctx context.Context, b Backend, t Topology, opts Options) (*Cluster, 
 		lockCount = 1
 	case Nodes:
 		lockCount = t.Nodes
-	case Replicated:
+	case Replicated, Etcd:
 		lockCount = t.Nodes
 	default:
 		return nil, fmt.Errorf("unknown topology kind %q", t.Kind)
@@ -54,9 +54,15 @@ func Start(ctx context.Context, b Backend, t Topology, opts Options) (*Cluster, 
 		return nil, fmt.Errorf("topology %s: needs at least one node", t)
 	}
 	c := &Cluster{Topology: t, Net: netproxy.NewNet()}
-	if t.Kind == Replicated {
+	switch t.Kind {
+	case Replicated:
 		lockCount = 0 // startReplicated starts the data nodes
 		if err := c.startReplicated(ctx, b, opts); err != nil {
+			return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
+		}
+	case Etcd:
+		lockCount = 0 // startEtcd starts the members
+		if err := c.startEtcd(ctx, b, t.Nodes, opts); err != nil {
 			return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
 		}
 	}

@@ -26,15 +26,20 @@ const reapTimeout = 10 * time.Second
 // errPortInUse marks a start that failed because another process had the port.
 var errPortInUse = errors.New("port already in use")
 
-// ProcessNode is a redis-server process started by a ProcessBackend.
+// ProcessNode is a server process started by a ProcessBackend: a redis-server, or an
+// etcd member (etcd.go).
 type ProcessNode struct {
+	kind             string // "redis" or "etcd", for messages and for what may act on it
 	name, addr, dir  string
-	logPath, outPath string // redis's own log; stdout+stderr (messages before the log opens)
+	logPath, outPath string // the server's own log; stdout+stderr (messages before the log opens)
 	binary           string
 	args             []string
-	env              []string        // nil: the harness's own environment
-	clock            *faketime.Clock // set when the server runs under libfaketime
-	spawn            *spawner
+	// ready probes whether the current process serves (caller holds mu); nil: a Redis
+	// PING answered by this very process.
+	ready func(ctx context.Context) error
+	env   []string        // nil: the harness's own environment
+	clock *faketime.Clock // set when the server runs under libfaketime
+	spawn *spawner
 
 	mu      sync.Mutex // serialises the operations on one node
 	proc    *proc      // the current (or last) process; nil before the first start
@@ -49,6 +54,7 @@ type proc struct {
 
 func newProcessNode(b *ProcessBackend, name, dir string, port int, persist, extra []string) *ProcessNode {
 	n := &ProcessNode{
+		kind:    "redis",
 		name:    name,
 		addr:    "127.0.0.1:" + strconv.Itoa(port),
 		dir:     dir,
@@ -71,6 +77,9 @@ func newProcessNode(b *ProcessBackend, name, dir string, port int, persist, extr
 	n.args = append(n.args, extra...)
 	return n
 }
+
+// Kind is what the server is: "redis" or "etcd".
+func (n *ProcessNode) Kind() string { return n.kind }
 
 // Name is the name given in NodeConfig.
 func (n *ProcessNode) Name() string { return n.name }
@@ -111,7 +120,7 @@ func (n *ProcessNode) running() bool {
 // forks for rewrites and saves. Caller holds mu.
 func (n *ProcessNode) signalGroup(sig syscall.Signal) error {
 	if err := syscall.Kill(-n.proc.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("signal %s to redis %s (pid %d): %w", sig, n.name, n.proc.pid, err)
+		return fmt.Errorf("signal %s to %s %s (pid %d): %w", sig, n.kind, n.name, n.proc.pid, err)
 	}
 	return nil
 }
@@ -126,10 +135,10 @@ func (n *ProcessNode) Pause(ctx context.Context) error {
 	deadline := time.Now().Add(stopWait)
 	for procState(pid) != 'T' {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("pause redis %s (pid %d): waiting for it to stop: %w", n.name, pid, err)
+			return fmt.Errorf("pause %s %s (pid %d): waiting for it to stop: %w", n.kind, n.name, pid, err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("pause redis %s (pid %d): not stopped %s after SIGSTOP", n.name, pid, stopWait)
+			return fmt.Errorf("pause %s %s (pid %d): not stopped %s after SIGSTOP", n.kind, n.name, pid, stopWait)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -161,7 +170,7 @@ func (n *ProcessNode) signalRunning(what string, sig syscall.Signal) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.running() {
-		return fmt.Errorf("%s redis %s on %s: not running", what, n.name, n.addr)
+		return fmt.Errorf("%s %s %s on %s: not running", what, n.kind, n.name, n.addr)
 	}
 	return n.signalGroup(sig)
 }
@@ -171,7 +180,7 @@ func (n *ProcessNode) Kill(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.running() {
-		return fmt.Errorf("kill redis %s on %s: not running", n.name, n.addr)
+		return fmt.Errorf("kill %s %s on %s: not running", n.kind, n.name, n.addr)
 	}
 	return n.killAndReap()
 }
@@ -186,7 +195,7 @@ func (n *ProcessNode) killAndReap() error {
 	case <-n.proc.exited:
 		return nil
 	case <-time.After(reapTimeout):
-		return fmt.Errorf("redis %s (pid %d) still alive %s after SIGKILL", n.name, n.proc.pid, reapTimeout)
+		return fmt.Errorf("%s %s (pid %d) still alive %s after SIGKILL", n.kind, n.name, n.proc.pid, reapTimeout)
 	}
 }
 
@@ -196,9 +205,9 @@ func (n *ProcessNode) Restart(ctx context.Context) error {
 	defer n.mu.Unlock()
 	switch {
 	case n.stopped:
-		return fmt.Errorf("restart redis %s on %s: node was stopped", n.name, n.addr)
+		return fmt.Errorf("restart %s %s on %s: node was stopped", n.kind, n.name, n.addr)
 	case n.running():
-		return fmt.Errorf("restart redis %s on %s: still running (Kill it first)", n.name, n.addr)
+		return fmt.Errorf("restart %s %s on %s: still running (Kill it first)", n.kind, n.name, n.addr)
 	}
 	return n.startLocked(ctx)
 }
@@ -213,7 +222,7 @@ func (n *ProcessNode) Stop(ctx context.Context) error {
 		return nil
 	}
 	if err := syscall.Kill(n.proc.pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("stop redis %s: %w", n.name, err)
+		return fmt.Errorf("stop %s %s: %w", n.kind, n.name, err)
 	}
 	_ = n.signalGroup(syscall.SIGCONT) // a stopped process only acts on SIGTERM once continued
 	grace := time.NewTimer(stopGrace)
@@ -238,20 +247,31 @@ func (n *ProcessNode) start(ctx context.Context) error {
 // startLocked runs the server and waits until it answers; on failure nothing is left
 // running. Caller holds mu.
 func (n *ProcessNode) startLocked(ctx context.Context) error {
+	logStart, err := n.launchLocked()
+	if err != nil {
+		return err
+	}
+	return n.awaitLocked(ctx, logStart)
+}
+
+// launchLocked starts the server's process without waiting for it to serve (an etcd
+// member serves only once a quorum of its cluster runs). It returns the size its log had
+// before, for awaitLocked. Caller holds mu.
+func (n *ProcessNode) launchLocked() (logStart int64, err error) {
 	if n.stopped {
-		return fmt.Errorf("start redis %s on %s: node was stopped", n.name, n.addr)
+		return 0, fmt.Errorf("start %s %s on %s: node was stopped", n.kind, n.name, n.addr)
 	}
 	if n.clock != nil {
 		// libfaketime takes its start time when the process starts: the file is derived
 		// from it, so that a restart keeps the clock where it was set.
 		if err := n.clock.Started(time.Now()); err != nil {
-			return fmt.Errorf("start redis on %s: %w", n.addr, err)
+			return 0, fmt.Errorf("start %s on %s: %w", n.kind, n.addr, err)
 		}
 	}
-	logStart := fileSize(n.logPath)
+	logStart = fileSize(n.logPath)
 	out, err := os.OpenFile(n.outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("start redis on %s: %w", n.addr, err)
+		return 0, fmt.Errorf("start %s on %s: %w", n.kind, n.addr, err)
 	}
 	cmd := exec.Command(n.binary, n.args...)
 	cmd.Dir = n.dir
@@ -263,7 +283,7 @@ func (n *ProcessNode) startLocked(ctx context.Context) error {
 	err = n.spawn.start(cmd)
 	out.Close() // the child has its own copy
 	if err != nil {
-		return fmt.Errorf("start redis on %s: %w", n.addr, err)
+		return 0, fmt.Errorf("start %s on %s: %w", n.kind, n.addr, err)
 	}
 	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{})}
 	go func() {
@@ -271,13 +291,19 @@ func (n *ProcessNode) startLocked(ctx context.Context) error {
 		close(p.exited)
 	}()
 	n.proc = p
+	return logStart, nil
+}
 
+// awaitLocked waits until the launched server answers; on failure it kills it. Caller
+// holds mu.
+func (n *ProcessNode) awaitLocked(ctx context.Context, logStart int64) error {
 	if err := n.waitReady(ctx); err != nil {
 		_ = n.killAndReap()
-		if grewWith(n.logPath, logStart, "Address already in use") {
+		// Redis says "Address already in use", etcd "address already in use".
+		if grewWith(n.logPath, logStart, "ddress already in use") {
 			err = fmt.Errorf("%w: %w", errPortInUse, err)
 		}
-		return fmt.Errorf("start redis on %s: %w%s", n.addr, err, tail(20, n.outPath, n.logPath))
+		return fmt.Errorf("start %s on %s: %w%s", n.kind, n.addr, err, tail(20, n.outPath, n.logPath))
 	}
 	return nil
 }
@@ -293,17 +319,25 @@ func (n *ProcessNode) waitReady(ctx context.Context) error {
 	defer tick.Stop()
 	var last error
 	for {
-		if last = probe(ctx, n.addr, n.proc.pid); last == nil {
+		if last = n.probe(ctx); last == nil {
 			return nil
 		}
 		select {
 		case <-n.proc.exited:
-			return errors.New("redis-server exited before it was ready")
+			return fmt.Errorf("%s exited before it was ready", n.kind)
 		case <-ctx.Done():
 			return fmt.Errorf("not ready: %w (last probe: %v)", ctx.Err(), last)
 		case <-tick.C:
 		}
 	}
+}
+
+// probe is one readiness probe of the current process. Caller holds mu.
+func (n *ProcessNode) probe(ctx context.Context) error {
+	if n.ready != nil {
+		return n.ready(ctx)
+	}
+	return probe(ctx, n.addr, n.proc.pid)
 }
 
 func fileSize(path string) int64 {

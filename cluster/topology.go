@@ -12,12 +12,16 @@ const (
 	Single     = "single"
 	Nodes      = "nodes"
 	Replicated = "replicated"
+	// Etcd is an etcd cluster of N members as the lock service (etcd.go): consensus, the
+	// baseline the Redis locks are measured against.
+	Etcd = "etcd"
 )
 
 // Default sizes when a topology string gives none.
 const (
 	defaultNodes      = 5 // Redlock's usual N
 	defaultReplicated = 3 // primary + 2 replicas
+	defaultEtcd       = 3 // the smallest cluster that survives a member's loss
 )
 
 // Topology is the shape of the lock service. Nodes counts the Redis servers that hold lock
@@ -36,7 +40,7 @@ func (t Topology) String() string {
 	return fmt.Sprintf("%s:%d", t.Kind, t.Nodes)
 }
 
-// ParseTopology reads "single", "nodes[:N]" or "replicated[:N]".
+// ParseTopology reads "single", "nodes[:N]", "replicated[:N]" or "etcd[:N]".
 func ParseTopology(s string) (Topology, error) {
 	kind, count, hasCount := strings.Cut(strings.TrimSpace(s), ":")
 	var t Topology
@@ -50,8 +54,10 @@ func ParseTopology(s string) (Topology, error) {
 		t = Topology{Kind: Nodes, Nodes: defaultNodes}
 	case Replicated:
 		t = Topology{Kind: Replicated, Nodes: defaultReplicated}
+	case Etcd:
+		t = Topology{Kind: Etcd, Nodes: defaultEtcd}
 	default:
-		return Topology{}, fmt.Errorf("unknown topology %q (want single, nodes[:N] or replicated[:N])", s)
+		return Topology{}, fmt.Errorf("unknown topology %q (want single, nodes[:N], replicated[:N] or etcd[:N])", s)
 	}
 	if hasCount {
 		n, err := strconv.Atoi(count)

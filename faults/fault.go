@@ -135,6 +135,25 @@ func kindOf(s Spec) (KindInfo, error) {
 	return k, nil
 }
 
+// OnTopology says why a fault of kind cannot strike topology t (nil when it can), for
+// what a plan can tell before any server starts. An etcd cluster has no wall clock
+// locklab can move (its members are Go programs, which read the clock without libc, and
+// etcd times leases on the monotonic clock, which no wall-clock jump moves) and no
+// Redis replication to fail over (it elects its own leader).
+func OnTopology(kind string, t cluster.Topology) error {
+	if t.Kind != cluster.Etcd {
+		return nil
+	}
+	switch kind {
+	case "server-clock":
+		return fmt.Errorf("fault %s cannot strike an etcd member: etcd is a Go program, which reads the clock without libc, so libfaketime cannot move it; "+
+			"and etcd times leases on the monotonic clock, which a wall-clock jump (what NTP does) does not move", kind)
+	case "failover":
+		return fmt.Errorf("fault %s is Redis replication's: an etcd cluster elects its leader itself (to move it, pause, crash or cut off the leader, lock-0 at the start)", kind)
+	}
+	return nil
+}
+
 // Trigger is a parsed Spec.Trigger: the fault starts when Client (-1: any client)
 // reaches Point.
 type Trigger struct {

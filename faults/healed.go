@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/cluster"
 )
 
@@ -54,9 +52,5 @@ func VerifyHealed(ctx context.Context, env *Env) error {
 }
 
 func ping(ctx context.Context, n cluster.Node) error {
-	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	defer cancel()
-	rdb := redis.NewClient(cluster.NodeOptions(n, pingTimeout))
-	defer rdb.Close()
-	return rdb.Ping(ctx).Err()
+	return cluster.Ping(ctx, n, pingTimeout)
 }

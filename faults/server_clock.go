@@ -82,6 +82,11 @@ const clockWhy = "changes when its keys expire"
 
 // target is the server, checked for the mode: with libfaketime it must run under it.
 func (c *serverClock) target(env *Env) (cluster.Node, error) {
+	if env.Cluster != nil {
+		if err := OnTopology(c.spec.Kind, env.Cluster.Topology); err != nil {
+			return nil, err
+		}
+	}
 	if !c.emulated() {
 		n, err := processNode(env, c.spec, clockWhy)
 		if err != nil {

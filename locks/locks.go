@@ -8,7 +8,8 @@ import (
 
 // All is a fresh registry of every implementation locklab ships: the correct
 // single-instance locks, the mutants, then the multi-node, renewing, third-party and
-// subprocess locks, then the renewing locks out of process.
+// subprocess locks, then the renewing locks out of process, then etcd (the consensus
+// baseline) in and out of process.
 func All() *lockimpl.Registry {
 	r := lockimpl.NewRegistry()
 	var all []lockimpl.Impl
@@ -28,6 +29,14 @@ func All() *lockimpl.Registry {
 			err = r.Register(subprocess.OutOfProcess(impl))
 		}
 		if err != nil {
+			panic(err) // a programming error in the lists
+		}
+	}
+	// The consensus baseline last, in process and out of process (its session renews
+	// the lease in the background, which only a stop-the-world pause freezes).
+	etcd := libs.Etcd()
+	for _, impl := range []lockimpl.Impl{etcd, subprocess.OutOfProcess(etcd)} {
+		if err := r.Register(impl); err != nil {
 			panic(err) // a programming error in the lists
 		}
 	}

@@ -36,6 +36,8 @@ func TestAll(t *testing.T) {
 		{"redis-semaphore-redlock", "", "nodes", false, false},
 		{"watchdog-process", "", "single", false, false},
 		{"rueidislock-process", "", "single", false, false},
+		{"etcd", "", "etcd", true, false},
+		{"etcd-process", "", "etcd", true, false},
 	}
 	got := locks.All().List()
 	if len(got) != len(want) {
@@ -61,8 +63,8 @@ func TestAll(t *testing.T) {
 func TestConfigNeedsOneAddress(t *testing.T) {
 	for _, impl := range locks.All().List() {
 		cases := [][]string{nil, {"127.0.0.1:1", "127.0.0.1:2"}}
-		if impl.Topology == "nodes" {
-			cases = cases[:1] // N independent nodes: any N ≥ 1
+		if impl.Topology == "nodes" || impl.Topology == "etcd" {
+			cases = cases[:1] // N nodes (independent, or etcd members): any N ≥ 1
 		}
 		for _, addrs := range cases {
 			if l, err := impl.New(lockimpl.Config{Addrs: addrs}); err == nil {

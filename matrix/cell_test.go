@@ -46,8 +46,8 @@ func TestPlanCell(t *testing.T) {
 		{"fake-nodes", "restart-amnesia", "off", nil, CellPlanned, "nodes:7", []string{"ran on nodes:7", "lock-0 hit one node of 7"}},
 		{"fake-nodes", "slow-grant", "off", nil, CellPlanned, "nodes:7", []string{"client:1->lock-0 hit one node of 7"}},
 		{"fake-nodes", "pause-past-ttl", "off", nil, CellPlanned, "nodes:7", []string{"ran on nodes:7"}},
-		{"fake-nodes", "failover-loss", "off", nil, CellNA, "", []string{"needs a nodes topology", "replicated:3"}},
-		{"fake-replicated", "pause-past-ttl", "full", nil, CellNA, "", []string{"needs a replicated topology", "single"}},
+		{"fake-nodes", "failover-loss", "off", nil, CellNA, "", []string{"needs topology nodes", "replicated:3"}},
+		{"fake-replicated", "pause-past-ttl", "full", nil, CellNA, "", []string{"needs topology replicated", "single"}},
 		{"fake-replicated", "failover-loss", "full", nil, CellPlanned, "replicated", nil},
 		// A single-instance lock follows the primary of a replicated topology.
 		{"setnx", "failover-loss", "off", nil, CellPlanned, "replicated", nil},

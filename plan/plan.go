@@ -287,6 +287,14 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 			return nil, bad(c.field, `want "real" or %q, got %q`, cluster.ClockFaketime, c.v)
 		}
 	}
+	if r.Topology.Kind == cluster.Etcd {
+		if p.ServerClock == cluster.ClockFaketime {
+			return nil, bad("server_clock", "etcd members are Go programs, which read the clock without libc: libfaketime cannot move it")
+		}
+		if r.Persistence != "" && r.Persistence != cluster.PersistNone {
+			return nil, bad("persistence", "%s is Redis's: an etcd member always fsyncs its log before it acknowledges", r.Persistence)
+		}
+	}
 	if r.Fencing, err = workload.ParseFencing(p.Fencing); err != nil {
 		return nil, bad("fencing", "%v", err)
 	}
@@ -328,6 +336,9 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 		if f.Trigger == "" && f.At.D() >= p.Duration.D() {
 			return nil, bad(field+".at", "%s is not before the end of the run (%s)", f.At.D(), p.Duration.D())
 		}
+		if err := faults.OnTopology(f.Kind, r.Topology); err != nil {
+			return nil, bad(field+".kind", "%v", err)
+		}
 		pl, err := faults.Prepare(f.Spec(), p.Clients)
 		if err != nil {
 			sub := ".kind"
@@ -339,6 +350,9 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 		// Availability that depends on servers is checked when the run starts.
 		if err := pl.Available(faults.NewEnv(nil, nil, p.Clients)); err != nil && !errors.Is(err, faults.ErrNeedsCluster) {
 			return nil, bad(field, "%v", err)
+		}
+		if reg != nil && f.Kind == "client-pause" && f.Mode == faults.PauseProcess && !r.Impl.Process {
+			return nil, bad(field+".mode", "a stop-the-world pause (mode %s) needs a client that runs as a process of its own, and %s runs in locklab's process; use a subprocess client (e.g. watchdog-process)", faults.PauseProcess, p.Impl)
 		}
 		if reg != nil {
 			sub := ".point"

@@ -52,15 +52,11 @@ func TestStopTheWorldPause(t *testing.T) {
 }
 
 // TestStopTheWorldNeedsAProcess: a stop-the-world pause of an in-process client is
-// refused when the run starts, saying why.
+// refused by the plan's validation, naming the field and saying why.
 func TestStopTheWorldNeedsAProcess(t *testing.T) {
 	p := scenario(t, "pause-past-ttl", func(p *plan.Plan) { p.Impl = "watchdog"; p.Faults[0].Mode = "process" })
-	r, err := p.Resolve(locks.All())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Run(t.Context(), r, Options{Dir: t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), "does not run as a process of its own") {
+	_, err := p.Resolve(locks.All())
+	if err == nil || !strings.Contains(err.Error(), "faults[0].mode") || !strings.Contains(err.Error(), "process of its own") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -109,7 +109,17 @@ func Rules() []Rule {
 	// a lease ends by its TTL on the server or by its holder's checked release.
 	textbook := []string{"setnx", "fenced", "redislock", "redis-py", "node-ioredis", "seed-withlock"}
 	// Locks that renew their lease from a thread of their own while the holder lives.
-	renewing := []string{"watchdog", "rueidislock"}
+	renewing := []string{"watchdog", "rueidislock", "etcd"}
+	// etcd's lock, in process and out: its fence is the lock key's create revision, a
+	// revision of a log a quorum committed and fsynced before answering.
+	etcds := []string{"etcd", "etcd-process"}
+	// Every fault an etcd cluster can take (no clock fault, no failover: plan.Validate
+	// refuses them there), a member's crash included, whatever the plan says of Redis
+	// persistence: a member fsyncs its log before it acknowledges.
+	consensusSafe := append(slices.Clone(fenceSafe), FaultMatch{Kind: "server-crash", Side: SideLock})
+	consensusStoreSafe := slices.DeleteFunc(slices.Clone(consensusSafe), func(m FaultMatch) bool {
+		return m.Kind == "server-crash" && m.Side == SideStore
+	})
 	// Redlock clients that count the validity from before their first request.
 	redlocks := []string{"redlock", "redsync", "node-redlock"}
 	return []Rule{
@@ -132,7 +142,7 @@ func Rules() []Rule {
 			Why: "a release held up after it was issued ends its caller's belief before it stalls, and the token check makes it harmless when it arrives late",
 		},
 		{
-			Name: "renewal-outlives-a-thread-pause", Impls: renewing, Topologies: single,
+			Name: "renewal-outlives-a-thread-pause", Impls: renewing, Topologies: []string{cluster.Single, cluster.Etcd},
 			Faults: []FaultMatch{{Kind: "client-pause", Modes: []string{"", faults.PauseClient}}}, Holds: []lin.Property{lin.P1, lin.P2},
 			Why: "while the holder's process lives its renewal keeps the lease, however long the holder's own steps stall or work (a stop-the-world pause, mode process, freezes the renewal too and is not claimed)",
 		},
@@ -160,6 +170,16 @@ func Rules() []Rule {
 			Name: "full-fencing-replicated-no-lock-faults", Impls: []string{"fenced"}, Topologies: []string{cluster.Replicated},
 			Fencings: []string{"full"}, Faults: replicatedStoreSafe, Holds: []lin.Property{lin.P2},
 			Why: "growing fences checked on every access, from a primary that is never replaced",
+		},
+		{
+			Name: "fences-consensus", Impls: etcds, Topologies: []string{cluster.Etcd},
+			Faults: consensusSafe, Holds: []lin.Property{lin.P3},
+			Why: "every grant writes a new key, whose create revision is a revision of the replicated log: a quorum committed and fsynced it, so no crash, pause or partition of members hands it out twice or lowers it",
+		},
+		{
+			Name: "full-fencing-consensus", Impls: etcds, Topologies: []string{cluster.Etcd}, Fencings: []string{"full"},
+			Faults: consensusStoreSafe, Holds: []lin.Property{lin.P2},
+			Why: "growing fences checked on every read and write keep the data safe whoever believes what, pauses past the lease included (etcd's revision is the fencing token it gives for free)",
 		},
 		{
 			Name: "progress-client-and-store-faults", Impls: []string{"setnx", "fenced", "redislock", "redis-py", "node-ioredis"}, Topologies: both,

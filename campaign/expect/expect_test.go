@@ -105,6 +105,7 @@ func TestExpectedNeverContradictsTheCatalog(t *testing.T) {
 		"failover-loss":        {"*": {lin.P1, lin.P3}},
 		"failover-loss-manual": {"*": {lin.P1, lin.P3}},
 		"unfenced-read":        {"off": {lin.P2}, "writes": {lin.P2}},
+		"stop-the-world":       {"*": {lin.P1}, "off": {lin.P2}},
 	}
 	plans, err := plan.Scenarios(reg)
 	if err != nil {

@@ -54,10 +54,11 @@ func Describe(ctx context.Context, argv []string, topology string, cfg lockimpl.
 }
 
 // SubprocessOn is Subprocess on a topology: "single" (one server, or the primary through
-// Sentinel) or "nodes" (N independent servers, every address given).
+// Sentinel), "nodes" (N independent servers, every address given) or "etcd" (the members
+// of an etcd cluster, every address given).
 func SubprocessOn(topology, name, description string, argv []string, fencing bool) (lockimpl.Impl, error) {
-	if topology != topologySingle && topology != topologyNodes {
-		return lockimpl.Impl{}, fmt.Errorf("topology %q: a subprocess client runs on %s or %s", topology, topologySingle, topologyNodes)
+	if topology != topologySingle && topology != topologyNodes && topology != topologyEtcd {
+		return lockimpl.Impl{}, fmt.Errorf("topology %q: a subprocess client runs on %s, %s or %s", topology, topologySingle, topologyNodes, topologyEtcd)
 	}
 	argv = append([]string(nil), argv...)
 	return subprocessOn(topology, name, description, fencing, func() ([]string, error) {

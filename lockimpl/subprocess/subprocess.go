@@ -100,6 +100,7 @@ func subprocessImpl(name, description string, fencing bool, command func() ([]st
 const (
 	topologySingle = "single" // one server (or the primary through Sentinel): exactly one address
 	topologyNodes  = "nodes"  // N independent servers (Redlock): every address, no Sentinels
+	topologyEtcd   = "etcd"   // the members of an etcd cluster: every address
 )
 
 // subprocessOn is subprocessImpl on topology.
@@ -213,11 +214,11 @@ func newSubprocessLocker(name string, argv []string, topology string, fencing bo
 // subprocessEnv is the client's environment: ours plus where its servers are.
 func subprocessEnv(cfg lockimpl.Config, topology string) ([]string, error) {
 	switch {
-	case topology == topologyNodes && len(cfg.Addrs) == 0:
+	case (topology == topologyNodes || topology == topologyEtcd) && len(cfg.Addrs) == 0:
 		return nil, errors.New("needs at least one node address")
-	case topology == topologyNodes && len(cfg.Sentinels) > 0:
-		return nil, errors.New("a lock over N independent nodes does not follow a primary through Sentinels")
-	case topology == topologyNodes:
+	case (topology == topologyNodes || topology == topologyEtcd) && len(cfg.Sentinels) > 0:
+		return nil, errors.New("a lock over N nodes does not follow a primary through Sentinels")
+	case topology == topologyNodes || topology == topologyEtcd:
 	case len(cfg.Sentinels) == 0:
 		if _, err := cfg.SingleAddr(); err != nil {
 			return nil, err
