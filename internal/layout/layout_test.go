@@ -122,7 +122,7 @@ var stage = map[string]int{
 	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0,
 	"histories":       1,
 	"linearizability": 2,
-	"cluster":         3, // and its subpackages: clustertest, netproxy, faketime
+	"cluster":         3, // and its subpackages: access, clustertest, netproxy, faketime
 	"lockimpl":        4, // and libs, subprocess, locktest
 	"workload":        5, "locks": 5,
 	"faults": 6,
