@@ -29,3 +29,9 @@ func ExactlyOnce(addr string, timeout time.Duration) *redis.Options {
 		ContextTimeoutEnabled:    true,
 	}
 }
+
+// NodeOptions are ExactlyOnce options for n's own address with n's Access: the
+// harness's own clients of a server (probes, checks, clean-up).
+func NodeOptions(n Node, timeout time.Duration) *redis.Options {
+	return AccessOf(n).Apply(ExactlyOnce(n.Addr(), timeout))
+}

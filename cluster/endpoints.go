@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/locklab/locklab/cluster/access"
 )
 
 // Endpoints are how one client reaches the servers of a cluster. With network faults the
@@ -18,14 +20,14 @@ type Endpoints struct {
 	// Access is how to use the server behind each address of Lock and Store that needs
 	// more than a plain connection (an external server's user, password, database, TLS);
 	// an address not in it needs nothing. nil when none does.
-	Access map[string]Access
+	Access map[string]access.Access
 }
 
 // addAccess notes n's Access for addr, the address this client dials n by.
 func (ep *Endpoints) addAccess(addr string, n Node) {
 	if a := AccessOf(n); !a.IsZero() {
 		if ep.Access == nil {
-			ep.Access = map[string]Access{}
+			ep.Access = map[string]access.Access{}
 		}
 		ep.Access[addr] = a
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/cluster/access"
 )
 
 // ErrExternal is what an external server answers to anything that needs its process:
@@ -20,14 +22,14 @@ const externalProbeTimeout = 5 * time.Second
 
 // ExternalOptions names Redis servers the harness did not start. Each is a bare
 // host:port or a URL, redis://[user[:password]@]host[:port][/db] or rediss://... (TLS);
-// see ParseServerURL.
+// see access.ParseServerURL.
 type ExternalOptions struct {
 	Lock  []string // the lock servers, in order: nodes lock-0, lock-1, ...
 	Store string   // the protected store
 	// Roots are the CAs rediss:// servers are checked against (zero: the system's).
-	Roots TLSRoots
-	// LookupEnv supplies passwords kept out of the URLs (EnvUsername, EnvPassword);
-	// nil: none. Pass os.LookupEnv.
+	Roots access.TLSRoots
+	// LookupEnv supplies passwords kept out of the URLs (access.EnvUsername,
+	// access.EnvPassword); nil: none. Pass os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 }
 
@@ -36,8 +38,8 @@ type ExternalOptions struct {
 // get ErrExternal, and faults that would destroy its data must be opted into (see
 // faults.Env.AllowDestructive).
 type ExternalBackend struct {
-	lock  []ServerURL
-	store ServerURL
+	lock  []access.ServerURL
+	store access.ServerURL
 }
 
 var (
@@ -46,24 +48,24 @@ var (
 )
 
 // NewExternalBackend parses every server's address or URL. Its errors name the server
-// as RedactURL shows it.
+// as access.RedactURL shows it.
 func NewExternalBackend(opts ExternalOptions) (*ExternalBackend, error) {
 	if len(opts.Lock) == 0 || opts.Store == "" {
 		redacted := make([]string, len(opts.Lock))
 		for i, l := range opts.Lock {
-			redacted[i] = RedactURL(l)
+			redacted[i] = access.RedactURL(l)
 		}
-		return nil, fmt.Errorf("external backend: want at least one lock server and a store, got lock %q, store %q", redacted, RedactURL(opts.Store))
+		return nil, fmt.Errorf("external backend: want at least one lock server and a store, got lock %q, store %q", redacted, access.RedactURL(opts.Store))
 	}
 	b := &ExternalBackend{}
 	for i, raw := range opts.Lock {
-		s, err := ParseServerURL(raw, opts.LookupEnv, opts.Roots)
+		s, err := access.ParseServerURL(raw, opts.LookupEnv, opts.Roots)
 		if err != nil {
 			return nil, fmt.Errorf("external backend: lock server %d: %w", i, err)
 		}
 		b.lock = append(b.lock, s)
 	}
-	s, err := ParseServerURL(opts.Store, opts.LookupEnv, opts.Roots)
+	s, err := access.ParseServerURL(opts.Store, opts.LookupEnv, opts.Roots)
 	if err != nil {
 		return nil, fmt.Errorf("external backend: store: %w", err)
 	}
@@ -71,7 +73,7 @@ func NewExternalBackend(opts ExternalOptions) (*ExternalBackend, error) {
 	return b, nil
 }
 
-// URLs are the servers as plans record them: URLs with every password Redacted.
+// URLs are the servers as plans record them: URLs with every password access.Redacted.
 func (b *ExternalBackend) URLs() (lock []string, store string) {
 	for _, s := range b.lock {
 		lock = append(lock, s.URL)
@@ -81,7 +83,7 @@ func (b *ExternalBackend) URLs() (lock []string, store string) {
 
 // TLS reports whether any server is reached over TLS.
 func (b *ExternalBackend) TLS() bool {
-	for _, s := range append(append([]ServerURL(nil), b.lock...), b.store) {
+	for _, s := range append(append([]access.ServerURL(nil), b.lock...), b.store) {
 		if s.Access.TLS != nil {
 			return true
 		}
@@ -123,29 +125,29 @@ func (b *ExternalBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, 
 
 // answerError says what a failed probe means, without the password: a refused AUTH
 // names where the credentials come from.
-func answerError(err error, a Access) string {
-	msg := Scrub(err.Error(), a)
+func answerError(err error, a access.Access) string {
+	msg := access.Scrub(err.Error(), a)
 	switch {
 	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"),
 		strings.Contains(msg, "invalid username-password"):
-		return "refused the credentials: " + msg + " (check the user and password, given in the URL or in $" + EnvUsername + " and $" + EnvPassword + ")"
+		return "refused the credentials: " + msg + " (check the user and password, given in the URL or in $" + access.EnvUsername + " and $" + access.EnvPassword + ")"
 	case strings.Contains(msg, "NOAUTH"):
-		return "wants a password: " + msg + " (give it in the URL, redis://user:password@host:port, or in $" + EnvPassword + ")"
+		return "wants a password: " + msg + " (give it in the URL, redis://user:password@host:port, or in $" + access.EnvPassword + ")"
 	case strings.Contains(msg, "AUTH") && strings.Contains(msg, "without any password configured"):
-		return "has no password, but one was given (in the URL or $" + EnvPassword + "): " + msg
+		return "has no password, but one was given (in the URL or $" + access.EnvPassword + "): " + msg
 	}
 	return "does not answer: " + msg
 }
 
 // serverOf maps a node name Start uses to the server given for it.
-func (b *ExternalBackend) serverOf(name string) (ServerURL, error) {
+func (b *ExternalBackend) serverOf(name string) (access.ServerURL, error) {
 	if name == "store" {
 		return b.store, nil
 	}
 	if i, err := strconv.Atoi(strings.TrimPrefix(name, "lock-")); err == nil && strings.HasPrefix(name, "lock-") && i >= 0 && i < len(b.lock) {
 		return b.lock[i], nil
 	}
-	return ServerURL{}, fmt.Errorf("external backend has no server for node %q (it has lock-0 to lock-%d and store)", name, len(b.lock)-1)
+	return access.ServerURL{}, fmt.Errorf("external backend has no server for node %q (it has lock-0 to lock-%d and store)", name, len(b.lock)-1)
 }
 
 // Close does nothing: the servers are not ours to stop.
@@ -154,8 +156,8 @@ func (b *ExternalBackend) Close() error { return nil }
 // ExternalNode is a server the harness did not start.
 type ExternalNode struct {
 	name, addr string
-	url        string // as shown: the password Redacted
-	access     Access
+	url        string // as shown: the password access.Redacted
+	access     access.Access
 }
 
 // Name is the node's name in the topology.
@@ -164,8 +166,8 @@ func (n *ExternalNode) Name() string { return n.name }
 // Addr is its host:port.
 func (n *ExternalNode) Addr() string { return n.addr }
 
-// URL is the server's URL as given, with its password Redacted (host:port when it was
-// given so).
+// URL is the server's URL as given, with its password access.Redacted (host:port when
+// it was given so).
 func (n *ExternalNode) URL() string { return n.url }
 
 // LogPath is "": the server's log is not ours to read.
@@ -188,6 +190,15 @@ func (n *ExternalNode) Stop(context.Context) error { return nil }
 
 func (n *ExternalNode) refuse(what string) error {
 	return fmt.Errorf("%s redis %s at %s: %w", what, n.name, n.addr, ErrExternal)
+}
+
+// AccessOf is how the harness uses n: an external server's Access; nothing for the
+// servers locklab starts.
+func AccessOf(n Node) access.Access {
+	if e, ok := n.(*ExternalNode); ok {
+		return e.access
+	}
+	return access.Access{}
 }
 
 // IsExternal reports whether n is a server the harness did not start.

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/cluster/faketime"
 )
 
@@ -27,7 +28,7 @@ type Config struct {
 	// Access is how to use the server behind an address of Addrs that needs more than a
 	// plain connection: an external server's user, password, database and TLS
 	// (cluster.Endpoints.Access). An address not in it needs nothing.
-	Access  map[string]cluster.Access
+	Access  map[string]access.Access
 	Clock   Clock         // nil → SystemClock{}
 	Step    StepFunc      // nil → no hook
 	Timeout time.Duration // per-command network timeout; 0 → DefaultTimeout

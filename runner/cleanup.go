@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -61,12 +62,12 @@ func unlinkMatching(ctx context.Context, rdb *redis.Client, pattern string) (int
 // storeAccess is how the workload uses the store at each address it dials: every
 // client's link, and the store's own address (the job queue's producer and reaper).
 // nil when the store needs a plain connection only.
-func storeAccess(cl *cluster.Cluster, eps []cluster.Endpoints) map[string]cluster.Access {
+func storeAccess(cl *cluster.Cluster, eps []cluster.Endpoints) map[string]access.Access {
 	a := cluster.AccessOf(cl.Store)
 	if a.IsZero() {
 		return nil
 	}
-	m := map[string]cluster.Access{cl.Store.Addr(): a}
+	m := map[string]access.Access{cl.Store.Addr(): a}
 	for _, ep := range eps {
 		m[ep.Store] = a
 	}

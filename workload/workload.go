@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -67,7 +68,7 @@ type Config struct {
 	// Access is how to use the server behind a store or queue address that needs more
 	// than a plain connection (an external store's user, password, database, TLS); an
 	// address not in it needs nothing.
-	Access    map[string]cluster.Access
+	Access    map[string]access.Access
 	NewLocker func(client int) (lockimpl.Locker, error)
 	Clock     func(client int) lockimpl.Clock // nil: the system clock
 	Hook      Hook                            // nil: no faults at client points

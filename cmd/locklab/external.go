@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -23,7 +24,7 @@ type externalFlags struct {
 // every password redacted. nil when neither names any. It also returns the servers'
 // Access, so that messages can be scrubbed of their passwords. Errors name the flag or
 // the plan's field and show no password.
-func externalBackend(fs *pflag.FlagSet, pl *plan.Plan, fl externalFlags, source string) (*cluster.ExternalBackend, []cluster.Access, error) {
+func externalBackend(fs *pflag.FlagSet, pl *plan.Plan, fl externalFlags, source string) (*cluster.ExternalBackend, []access.Access, error) {
 	var recorded plan.External
 	if pl.External != nil {
 		recorded = *pl.External
@@ -49,22 +50,22 @@ func externalBackend(fs *pflag.FlagSet, pl *plan.Plan, fl externalFlags, source 
 	if len(lock) == 0 || store == "" {
 		return nil, nil, errors.New("flags --external-lock and --external-store go together: give both, the lock servers and the store")
 	}
-	var roots cluster.TLSRoots
+	var roots access.TLSRoots
 	if ca != "" {
 		var err error
-		if roots, err = cluster.LoadCA(ca); err != nil {
+		if roots, err = access.LoadCA(ca); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", caFrom, err)
 		}
 	}
-	var accesses []cluster.Access
+	var accesses []access.Access
 	for i, raw := range lock {
-		s, err := cluster.ParseServerURL(raw, os.LookupEnv, roots)
+		s, err := access.ParseServerURL(raw, os.LookupEnv, roots)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", lockFrom(i), err)
 		}
 		accesses = append(accesses, s.Access)
 	}
-	s, err := cluster.ParseServerURL(store, os.LookupEnv, roots)
+	s, err := access.ParseServerURL(store, os.LookupEnv, roots)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", storeFrom, err)
 	}
@@ -83,7 +84,7 @@ func externalBackend(fs *pflag.FlagSet, pl *plan.Plan, fl externalFlags, source 
 
 // scrubError is err with every password of accesses redacted from its message, its exit
 // status kept: a server's or a library's answer must not carry one to the terminal.
-func scrubError(err error, accesses []cluster.Access) error {
+func scrubError(err error, accesses []access.Access) error {
 	if err == nil || len(accesses) == 0 {
 		return err
 	}
@@ -92,7 +93,7 @@ func scrubError(err error, accesses []cluster.Access) error {
 		return err // an exit status without a message
 	}
 	msg := err.Error()
-	clean := cluster.Scrub(msg, accesses...)
+	clean := access.Scrub(msg, accesses...)
 	if clean == msg {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/lockimpl/subprocess"
 )
@@ -124,10 +124,10 @@ func TestExternalCredentials(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.envSecret {
-				t.Setenv(cluster.EnvPassword, pw)
+				t.Setenv(access.EnvPassword, pw)
 			}
 			if c.envUser {
-				t.Setenv(cluster.EnvUsername, "alice")
+				t.Setenv(access.EnvUsername, "alice")
 			}
 			out := t.TempDir()
 			args := append(append([]string(nil), base...), "--impl", c.impl, "--out", out, "--external-lock", c.lock, "--external-store", c.store)
@@ -145,7 +145,7 @@ func TestExternalCredentials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(string(plan), `"external"`) || !strings.Contains(string(plan), cluster.Redacted) {
+			if !strings.Contains(string(plan), `"external"`) || !strings.Contains(string(plan), access.Redacted) {
 				t.Errorf("plan.json does not record the external servers with a redacted password:\n%s", plan)
 			}
 		})
@@ -181,15 +181,15 @@ func TestExternalCredentials(t *testing.T) {
 		}
 		planFile := filepath.Join(runDir(t, out), "plan.json")
 		again := t.TempDir()
-		t.Setenv(cluster.EnvPassword, "")
+		t.Setenv(access.EnvPassword, "")
 		code, stdout, stderr = locklab(t, "run", "--plan", planFile, "--out", again)
-		if code != exitError || !strings.Contains(stderr, cluster.EnvPassword) || !strings.Contains(stderr, "external.lock[0]") {
-			t.Fatalf("replay without %s: exit %d, stderr %q; want a refusal naming the variable and the plan's field", cluster.EnvPassword, code, stderr)
+		if code != exitError || !strings.Contains(stderr, access.EnvPassword) || !strings.Contains(stderr, "external.lock[0]") {
+			t.Fatalf("replay without %s: exit %d, stderr %q; want a refusal naming the variable and the plan's field", access.EnvPassword, code, stderr)
 		}
-		t.Setenv(cluster.EnvPassword, pw)
+		t.Setenv(access.EnvPassword, pw)
 		code, stdout, stderr = locklab(t, "run", "--plan", planFile, "--out", again)
 		if code != exitOK {
-			t.Fatalf("replay with %s: exit %d\n%s\n%s", cluster.EnvPassword, code, stdout, stderr)
+			t.Fatalf("replay with %s: exit %d\n%s\n%s", access.EnvPassword, code, stdout, stderr)
 		}
 		assertGranted(t, runDir(t, again))
 		assertNoSecret(t, pw, again, stdout, stderr)
@@ -215,7 +215,7 @@ func TestExternalCredentialErrors(t *testing.T) {
 		{"wrong password", []string{"--external-lock", "redis://alice:" + wrong + "@" + srv.Addr, "--external-store", srv.Addr},
 			wrong, []string{"refused the credentials", "redis://alice:xxxxx@"}},
 		{"no password", []string{"--external-lock", srv.Addr, "--external-store", srv.Addr},
-			pw, []string{"NOAUTH", cluster.EnvPassword}},
+			pw, []string{"NOAUTH", access.EnvPassword}},
 		{"bad port", []string{"--external-lock", "redis://alice:" + wrong + "@127.0.0.1:notaport", "--external-store", srv.Addr},
 			wrong, []string{"flag --external-lock", "redis://alice:xxxxx@127.0.0.1:notaport"}},
 		{"bad scheme", []string{"--external-lock", srv.Addr, "--external-store", "http://alice:" + wrong + "@" + srv.Addr},

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
@@ -46,7 +46,7 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
   locklab run --plan my-plan.json --out runs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			var accesses []cluster.Access // external servers': their passwords never reach a message
+			var accesses []access.Access // external servers': their passwords never reach a message
 			defer func() { err = scrubError(err, accesses) }()
 			reg, err := registryFor(cmd)
 			if err != nil {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/lockimpl"
 )
 
@@ -15,8 +15,8 @@ import (
 // connection (external ones: docs/subprocess-protocol.md). Secrets travel only here:
 // never on the command line, never in a protocol line.
 const (
-	EnvUsername      = cluster.EnvUsername            // the ACL user; unset: the default user
-	EnvPassword      = cluster.EnvPassword            // the password; unset: no AUTH
+	EnvUsername      = access.EnvUsername             // the ACL user; unset: the default user
+	EnvPassword      = access.EnvPassword             // the password; unset: no AUTH
 	EnvDB            = "LOCKLAB_REDIS_DB"             // the database number; unset: 0
 	EnvTLS           = "LOCKLAB_REDIS_TLS"            // "1": connect over TLS
 	EnvCA            = "LOCKLAB_REDIS_CA"             // TLS: the CA bundle (PEM) to trust; unset: the system's
@@ -86,12 +86,12 @@ func isAccessEnv(name string) bool {
 // AccessFromEnv reads what withAccess wrote, for a client written in Go (such as
 // locklab-lockserve): the Access of each of addrs (LOCKLAB_ADDRS), nil when none is
 // needed. lookupEnv is os.LookupEnv.
-func AccessFromEnv(addrs []string, lookupEnv func(string) (string, bool)) (map[string]cluster.Access, error) {
+func AccessFromEnv(addrs []string, lookupEnv func(string) (string, bool)) (map[string]access.Access, error) {
 	get := func(name string) string {
 		v, _ := lookupEnv(name)
 		return v
 	}
-	var a cluster.Access
+	var a access.Access
 	a.Username, a.Password = get(EnvUsername), get(EnvPassword)
 	if db := get(EnvDB); db != "" {
 		n, err := strconv.Atoi(db)
@@ -108,10 +108,10 @@ func AccessFromEnv(addrs []string, lookupEnv func(string) (string, bool)) (map[s
 		if len(names) != len(addrs) {
 			return nil, fmt.Errorf("%s names %d servers for the %d of %s", EnvTLSServerName, len(names), len(addrs), EnvAddrs)
 		}
-		var roots cluster.TLSRoots
+		var roots access.TLSRoots
 		if ca := get(EnvCA); ca != "" {
 			var err error
-			if roots, err = cluster.LoadCA(ca); err != nil {
+			if roots, err = access.LoadCA(ca); err != nil {
 				return nil, fmt.Errorf("%s: %w", EnvCA, err)
 			}
 		}
@@ -123,7 +123,7 @@ func AccessFromEnv(addrs []string, lookupEnv func(string) (string, bool)) (map[s
 	if a.IsZero() {
 		return nil, nil
 	}
-	m := make(map[string]cluster.Access, len(addrs))
+	m := make(map[string]access.Access, len(addrs))
 	for i, addr := range addrs {
 		ai := a
 		if a.TLS != nil {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/lockimpl"
 )
 
@@ -21,10 +21,10 @@ func TestAccessEnv(t *testing.T) {
 		t.Errorf("no access: env %q, want only PATH", plain)
 	}
 
-	a := cluster.Access{Username: "alice", Password: "s3cret", DB: 2, TLS: &tls.Config{ServerName: "redis.example.com"}, CAFile: "/ca.pem"}
+	a := access.Access{Username: "alice", Password: "s3cret", DB: 2, TLS: &tls.Config{ServerName: "redis.example.com"}, CAFile: "/ca.pem"}
 	b := a
 	b.TLS = &tls.Config{ServerName: "other.example.com"}
-	cfg := lockimpl.Config{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}, Access: map[string]cluster.Access{"127.0.0.1:1": a, "127.0.0.1:2": b}}
+	cfg := lockimpl.Config{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}, Access: map[string]access.Access{"127.0.0.1:1": a, "127.0.0.1:2": b}}
 	env, err := withAccess(inherited, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,11 @@
-package cluster_test
+package access_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 )
 
 func env(vars map[string]string) func(string) (string, bool) {
@@ -30,16 +30,16 @@ func TestParseServerURL(t *testing.T) {
 		{raw: "redis://alice:" + escaped + "@h:1/2", addr: "h:1", user: "alice", pass: pw, db: 2, url: "redis://alice:xxxxx@h:1/2"},
 		{raw: "redis://:secret@h:1", addr: "h:1", pass: "secret", url: "redis://:xxxxx@h:1"},
 		{raw: "rediss://bob:secret@redis.example.com:6380", addr: "redis.example.com:6380", user: "bob", pass: "secret", tls: "redis.example.com", url: "rediss://bob:xxxxx@redis.example.com:6380"},
-		{raw: "redis://h:1", env: map[string]string{cluster.EnvUsername: "carol", cluster.EnvPassword: "fromenv"}, addr: "h:1", user: "carol", pass: "fromenv", url: "redis://carol:xxxxx@h:1"},
-		{raw: "redis://dave@h:1", env: map[string]string{cluster.EnvUsername: "carol", cluster.EnvPassword: "fromenv"}, addr: "h:1", user: "dave", pass: "fromenv", url: "redis://dave:xxxxx@h:1"},
-		{raw: "h:1", env: map[string]string{cluster.EnvPassword: "fromenv"}, addr: "h:1", pass: "fromenv", url: "redis://:xxxxx@h:1"},
-		{raw: "redis://alice:xxxxx@h:1", env: map[string]string{cluster.EnvPassword: "fromenv"}, addr: "h:1", user: "alice", pass: "fromenv", url: "redis://alice:xxxxx@h:1"},
-		{raw: "redis://alice:inurl@h:1", env: map[string]string{cluster.EnvPassword: "fromenv"}, addr: "h:1", user: "alice", pass: "inurl", url: "redis://alice:xxxxx@h:1"},
+		{raw: "redis://h:1", env: map[string]string{access.EnvUsername: "carol", access.EnvPassword: "fromenv"}, addr: "h:1", user: "carol", pass: "fromenv", url: "redis://carol:xxxxx@h:1"},
+		{raw: "redis://dave@h:1", env: map[string]string{access.EnvUsername: "carol", access.EnvPassword: "fromenv"}, addr: "h:1", user: "dave", pass: "fromenv", url: "redis://dave:xxxxx@h:1"},
+		{raw: "h:1", env: map[string]string{access.EnvPassword: "fromenv"}, addr: "h:1", pass: "fromenv", url: "redis://:xxxxx@h:1"},
+		{raw: "redis://alice:xxxxx@h:1", env: map[string]string{access.EnvPassword: "fromenv"}, addr: "h:1", user: "alice", pass: "fromenv", url: "redis://alice:xxxxx@h:1"},
+		{raw: "redis://alice:inurl@h:1", env: map[string]string{access.EnvPassword: "fromenv"}, addr: "h:1", user: "alice", pass: "inurl", url: "redis://alice:xxxxx@h:1"},
 	}
 	for _, c := range cases {
-		s, err := cluster.ParseServerURL(c.raw, env(c.env), cluster.TLSRoots{})
+		s, err := access.ParseServerURL(c.raw, env(c.env), access.TLSRoots{})
 		if err != nil {
-			t.Errorf("ParseServerURL(%q): %v", cluster.RedactURL(c.raw), err)
+			t.Errorf("ParseServerURL(%q): %v", access.RedactURL(c.raw), err)
 			continue
 		}
 		a := s.Access
@@ -49,7 +49,7 @@ func TestParseServerURL(t *testing.T) {
 		}
 		if s.Addr != c.addr || a.Username != c.user || a.Password != c.pass || a.DB != c.db || gotTLS != c.tls || s.URL != c.url {
 			t.Errorf("ParseServerURL(%q) = %s %s %s db %d tls %q, want %s %s (password %v) db %d tls %q",
-				cluster.RedactURL(c.raw), s.Addr, s.URL, a.Username, a.DB, gotTLS, c.addr, c.url, a.Password == c.pass, c.db, c.tls)
+				access.RedactURL(c.raw), s.Addr, s.URL, a.Username, a.DB, gotTLS, c.addr, c.url, a.Password == c.pass, c.db, c.tls)
 		}
 		for _, shown := range []string{s.URL, a.String(), fmt.Sprintf("%v %+v %#v", a, a, a)} {
 			if strings.Contains(shown, c.pass) && c.pass != "" {
@@ -71,9 +71,9 @@ func TestParseServerURLErrorsHideThePassword(t *testing.T) {
 		"unix://alice:" + pw + "@/tmp/redis.sock",
 		"redis://alice:xxxxx@h:1", // redacted, and no password in the environment
 	} {
-		_, err := cluster.ParseServerURL(raw, env(nil), cluster.TLSRoots{})
+		_, err := access.ParseServerURL(raw, env(nil), access.TLSRoots{})
 		if err == nil {
-			t.Errorf("ParseServerURL(%q): no error", cluster.RedactURL(raw))
+			t.Errorf("ParseServerURL(%q): no error", access.RedactURL(raw))
 			continue
 		}
 		if strings.Contains(err.Error(), pw) {
@@ -86,8 +86,8 @@ func TestParseServerURLErrorsHideThePassword(t *testing.T) {
 }
 
 func TestScrub(t *testing.T) {
-	a := cluster.Access{Password: "a b/c"}
-	got := cluster.Scrub("x a b/c y a+b%2Fc z a%20b%2Fc", a)
+	a := access.Access{Password: "a b/c"}
+	got := access.Scrub("x a b/c y a+b%2Fc z a%20b%2Fc", a)
 	if strings.Contains(got, "a b/c") || strings.Contains(got, "a+b%2Fc") || strings.Contains(got, "a%20b%2Fc") {
 		t.Errorf("Scrub left a form of the password: %q", got)
 	}

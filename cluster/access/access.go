@@ -1,4 +1,8 @@
-package cluster
+// Package access is how to reach a Redis server that needs more than a plain
+// connection (user, password, database, TLS): it parses redis:// and rediss:// URLs,
+// with secrets from the environment, and keeps those secrets out of everything written
+// or shown.
+package access
 
 import (
 	"crypto/tls"
@@ -12,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -88,22 +91,7 @@ func (a Access) String() string {
 }
 
 // GoString is String: %#v must not show the password either.
-func (a Access) GoString() string { return "cluster.Access{" + a.String() + "}" }
-
-// AccessOf is how the harness uses n: an external server's Access; nothing for the
-// servers locklab starts.
-func AccessOf(n Node) Access {
-	if e, ok := n.(*ExternalNode); ok {
-		return e.access
-	}
-	return Access{}
-}
-
-// NodeOptions are ExactlyOnce options for n's own address with n's Access: the
-// harness's own clients of a server (probes, checks, clean-up).
-func NodeOptions(n Node, timeout time.Duration) *redis.Options {
-	return AccessOf(n).Apply(ExactlyOnce(n.Addr(), timeout))
-}
+func (a Access) GoString() string { return "access.Access{" + a.String() + "}" }
 
 // ServerURL is one server as the user named it.
 type ServerURL struct {
