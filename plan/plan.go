@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/workload"
 )
@@ -164,13 +165,13 @@ func Parse(data []byte, source string, reg *lockimpl.Registry) (Plan, error) {
 		return Plan{}, decodeError(data, source, err)
 	}
 	if dec.More() {
-		return Plan{}, &FieldError{Source: source, Line: lineAt(data, dec.InputOffset()), Reason: "more than one JSON value"}
+		return Plan{}, &FieldError{Source: source, Line: jsonfile.LineAt(data, dec.InputOffset()), Reason: "more than one JSON value"}
 	}
 	if err := p.Validate(reg); err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) {
 			fe.Source = source
-			lines := fieldLines(data)
+			lines := jsonfile.FieldLines(data)
 			// A field left out has no line: point at the nearest enclosing one given.
 			for f := fe.Field; f != "" && fe.Line == 0; {
 				fe.Line = lines[f]
@@ -187,9 +188,9 @@ func decodeError(data []byte, source string, err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return &FieldError{Source: source, Line: lineAt(data, syn.Offset), Reason: "bad JSON: " + syn.Error()}
+		return &FieldError{Source: source, Line: jsonfile.LineAt(data, syn.Offset), Reason: "bad JSON: " + syn.Error()}
 	case errors.As(err, &typ):
-		return &FieldError{Source: source, Line: lineAt(data, typ.Offset), Field: typ.Field,
+		return &FieldError{Source: source, Line: jsonfile.LineAt(data, typ.Offset), Field: typ.Field,
 			Reason: fmt.Sprintf("want %s, got JSON %s", typ.Type, typ.Value)}
 	case errors.Is(err, io.EOF):
 		return &FieldError{Source: source, Line: 1, Reason: "empty plan"}
@@ -199,7 +200,7 @@ func decodeError(data []byte, source string, err error) error {
 	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 		name = strings.Trim(name, `"`)
 		line := 0
-		for path, l := range fieldLines(data) {
+		for path, l := range jsonfile.FieldLines(data) {
 			if path == name || strings.HasSuffix(path, "."+name) {
 				line = l
 				break
@@ -450,71 +451,3 @@ func (p Plan) MarshalIndent() []byte {
 	_ = enc.Encode(p) // a Plan always encodes: plain values only
 	return b.Bytes()
 }
-
-// lineAt is the 1-based line of byte offset off in data.
-func lineAt(data []byte, off int64) int {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	if off < 0 {
-		off = 0
-	}
-	return bytes.Count(data[:off], []byte("\n")) + 1
-}
-
-// fieldLines maps each field path of a JSON document ("ttl", "faults[1].at") to the
-// line its key is on, so that validation errors can say where the bad value is.
-func fieldLines(data []byte) map[string]int {
-	type frame struct {
-		path   string
-		array  bool
-		index  int
-		key    string // object: path of the key whose value comes next
-		hasKey bool
-	}
-	lines := map[string]int{}
-	var stack []*frame
-	dec := json.NewDecoder(bytes.NewReader(data))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return lines
-		}
-		if tok == json.Delim('}') || tok == json.Delim(']') {
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
-			}
-			continue
-		}
-		path := ""
-		if len(stack) > 0 {
-			top := stack[len(stack)-1]
-			switch {
-			case top.array:
-				path = fmt.Sprintf("%s[%d]", top.path, top.index)
-				top.index++
-				lines[path] = lineAt(data, dec.InputOffset())
-			case !top.hasKey:
-				// In an object a string in key position is a key.
-				key, _ := tok.(string)
-				top.key, top.hasKey = key, true
-				if top.path != "" {
-					top.key = top.path + "." + key
-				}
-				lines[top.key] = lineAt(data, dec.InputOffset())
-				continue
-			default:
-				path, top.hasKey = top.key, false
-			}
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{path: path})
-		case json.Delim('['):
-			stack = append(stack, &frame{path: path, array: true})
-		}
-	}
-}
-
-// FieldLine is the line of a field path ("ttl", "faults[0].at") in a plan document, or 0.
-func FieldLine(data []byte, field string) int { return fieldLines(data)[field] }

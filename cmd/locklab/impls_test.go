@@ -78,22 +78,3 @@ func TestImplCmdErrorsNameTheirPlace(t *testing.T) {
 		}
 	}
 }
-
-func TestShellWords(t *testing.T) {
-	for in, want := range map[string][]string{
-		`python3 ./my_lock.py`:         {"python3", "./my_lock.py"},
-		`node 'my dir/lock.mjs' --x=1`: {"node", "my dir/lock.mjs", "--x=1"},
-		`sh -c "echo \"hi\" \$HOME"`:   {"sh", "-c", `echo "hi" $HOME`},
-		`a\ b  c`:                      {"a b", "c"},
-		`''`:                           {""},
-		"":                             nil,
-	} {
-		got, err := shellWords(in)
-		if err != nil || strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
-			t.Errorf("shellWords(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := shellWords(`"open`); err == nil {
-		t.Error(`shellWords("open) did not fail`)
-	}
-}

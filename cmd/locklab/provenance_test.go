@@ -7,13 +7,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/locks"
 )
 
 // parseCommandLine splits a command line as a POSIX shell would for the quoting
 // commandLine produces (single quotes, no expansions) and parses it with the real
 // command tree: the subcommand, its flags and its arguments. It runs nothing.
 func parseCommandLine(line string) error {
-	words, err := shellWords(line)
+	words, err := locks.ShellWords(line)
 	if err != nil {
 		return err
 	}
@@ -56,7 +58,7 @@ func TestCommandLineReparses(t *testing.T) {
 			t.Errorf("%v printed as %q, which does not parse: %v", args, line, err)
 			continue
 		}
-		words, _ := shellWords(line)
+		words, _ := locks.ShellWords(line)
 		again, rest2, _ := newRoot().Find(words[1:])
 		_ = again.ParseFlags(rest2)
 		if got := commandLine(again); got != line {

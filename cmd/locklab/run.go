@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/locklab/locklab/cluster/access"
+	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
@@ -251,7 +252,7 @@ func placeError(err error, fs *pflag.FlagSet, source, planFile string) error {
 	case planFile != "":
 		if data, rerr := os.ReadFile(planFile); rerr == nil {
 			fe.Source = planFile
-			fe.Line = plan.FieldLine(data, fe.Field)
+			fe.Line = jsonfile.FieldLine(data, fe.Field)
 		}
 	default:
 		fe.Source = source

@@ -1,5 +1,6 @@
 // Package jsonfile writes and reads the indented JSON files of run, campaign and matrix
-// directories, one way everywhere. It imports nothing of locklab's.
+// directories, one way everywhere, and finds the line of a field in a JSON document for
+// errors that say where. It imports nothing of locklab's.
 package jsonfile
 
 import (

@@ -14,12 +14,11 @@ import (
 
 const module = "github.com/locklab/locklab/"
 
-// maxLines is the size limit of a package, in non-test lines. It was 2,100 until the
-// subprocess-client flags took cmd/locklab past it (2,282 lines now; cluster went back
-// under it when its credentials moved to cluster/access and etcd's particulars to
-// cluster/etcd). Moving the client registration out of the CLI is owed, and the limit
-// goes back down with it.
-const maxLines = 2500
+// maxLines is the size limit of a package, in non-test lines. It was 2,100 and is again
+// for every package but cluster (2,345 lines: the Redis topologies, Sentinel and etcd's
+// members), whose replication and Sentinel code (replicated.go, sentinel.go) is owed a
+// package of its own; the limit goes back down with it.
+const maxLines = 2400
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
