@@ -14,11 +14,13 @@ import (
 
 const module = "github.com/locklab/locklab/"
 
-// maxLines is the size limit of a package, in non-test lines. It was 2,100 and is again
-// for every package but cluster (2,345 lines: the Redis topologies, Sentinel and etcd's
-// members), whose replication and Sentinel code (replicated.go, sentinel.go) is owed a
-// package of its own; the limit goes back down with it.
-const maxLines = 2400
+// maxLines is the size limit of a package, in non-test lines.
+const maxLines = 2100
+
+// overLimit are the packages allowed more for now, each with its limit: cluster (2,345
+// lines: the Redis topologies, Sentinel and etcd's members) owes its replication and
+// Sentinel code (replicated.go, sentinel.go) a package of its own.
+var overLimit = map[string]int{"cluster": 2400}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
@@ -67,8 +69,12 @@ func TestPackagesAreSmall(t *testing.T) {
 			}
 			n += strings.Count(string(data), "\n")
 		}
-		if n > maxLines {
-			t.Errorf("package %s has %d lines of non-test code, more than %d: split it by role", p.ImportPath, n, maxLines)
+		limit := maxLines
+		if l, ok := overLimit[p.ImportPath]; ok {
+			limit = l
+		}
+		if n > limit {
+			t.Errorf("package %s has %d lines of non-test code, more than %d: split it by role", p.ImportPath, n, limit)
 		}
 	}
 }
