@@ -22,6 +22,30 @@ import (
 // everything A says to its peers, and most of what they say to it: A is cut off.
 func PeerLink(node string) string { return "peers->" + node }
 
+// etcdMembers picks the ports of n members and makes (or remakes) their peer links.
+func (c *Cluster) etcdMembers(n int) ([]etcd.Member, error) {
+	members := make([]etcd.Member, n)
+	for i := range members {
+		m := &members[i]
+		m.Name = fmt.Sprintf("lock-%d", i)
+		var err error
+		if m.ClientPort, err = freePort(); err == nil {
+			m.PeerPort, err = freePort()
+		}
+		if err != nil {
+			return nil, err
+		}
+		m.AdvertisePeer = "127.0.0.1:" + strconv.Itoa(m.PeerPort)
+		if c.Net != nil {
+			c.Net.Remove(PeerLink(m.Name))
+			if m.AdvertisePeer, err = c.Net.Link(PeerLink(m.Name), m.AdvertisePeer); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return members, nil
+}
+
 // etcdStarter is a backend that runs etcd members: the process backend.
 type etcdStarter interface {
 	startEtcd(ctx context.Context, members []etcd.Member, token string) ([]Node, error)
@@ -41,29 +65,30 @@ func (c *Cluster) startEtcd(ctx context.Context, b Backend, n int, opts Options)
 	if opts.Persistence != "" && opts.Persistence != PersistNone {
 		return fmt.Errorf("persistence %s is Redis's: an etcd member always writes its log to disk and fsyncs it before it acknowledges", opts.Persistence)
 	}
-	members := make([]etcd.Member, n)
-	for i := range members {
-		m := &members[i]
-		m.Name = fmt.Sprintf("lock-%d", i)
-		var err error
-		if m.ClientPort, err = freePort(); err == nil {
-			m.PeerPort, err = freePort()
-		}
+	token := fmt.Sprintf("locklab-%d", time.Now().UnixNano())
+	var errs []error
+	for range portAttempts {
+		members, err := c.etcdMembers(n)
 		if err != nil {
 			return err
 		}
-		m.AdvertisePeer = "127.0.0.1:" + strconv.Itoa(m.PeerPort)
-		if c.Net != nil {
-			if m.AdvertisePeer, err = c.Net.Link(PeerLink(m.Name), m.AdvertisePeer); err != nil {
-				return err
-			}
+		nodes, err := eb.startEtcd(ctx, members, token)
+		if err == nil {
+			c.Lock = nodes
+			break
+		}
+		// Another process took a port between freePort and the member's bind: start the
+		// whole cluster again on fresh ports (a member's peers know it by its port).
+		errs = append(errs, err)
+		for _, nd := range nodes {
+			errs = append(errs, nd.Stop(ctx))
+		}
+		if !errors.Is(err, errPortInUse) {
+			return errors.Join(errs...)
 		}
 	}
-	// No retry on a port clash: the peer links already point at these ports.
-	nodes, err := eb.startEtcd(ctx, members, fmt.Sprintf("locklab-%d", time.Now().UnixNano()))
-	c.Lock = append(c.Lock, nodes...) // stopped by Close, also when the start failed
-	if err != nil {
-		return err
+	if c.Lock == nil {
+		return errors.Join(errs...)
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()

@@ -79,6 +79,19 @@ func (n *Net) Link(name, upstream string) (listen string, err error) {
 	return p.Listen, nil // the port the listener got
 }
 
+// Remove stops link name and forgets it, so that Link can make it again to another
+// upstream (a server that had to move to another port). Removing no link is no error.
+func (n *Net) Remove(name string) {
+	n.mu.Lock()
+	p, ok := n.links[name]
+	delete(n.links, name)
+	n.mu.Unlock()
+	if ok {
+		p.Toxics.ResetToxics(quiet(context.Background()))
+		p.Stop()
+	}
+}
+
 // Links lists every link's name, sorted.
 func (n *Net) Links() []string { return n.Match("*") }
 
