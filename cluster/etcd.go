@@ -146,11 +146,17 @@ func (b *ProcessBackend) startEtcd(ctx context.Context, members []etcd.Member, t
 	return nodes, errors.Join(errs...)
 }
 
-// IsEtcd reports whether n is an etcd member.
-func IsEtcd(n Node) bool {
-	k, ok := n.(interface{ Kind() string })
-	return ok && k.Kind() == "etcd"
+// KindOf is what server n is: "etcd" for an etcd member, else "redis" (external
+// servers included).
+func KindOf(n Node) string {
+	if k, ok := n.(interface{ Kind() string }); ok {
+		return k.Kind()
+	}
+	return "redis"
 }
+
+// IsEtcd reports whether n is an etcd member.
+func IsEtcd(n Node) bool { return KindOf(n) == "etcd" }
 
 // Ping checks that n serves: a Redis PING, or an etcd member's health.
 func Ping(ctx context.Context, n Node, timeout time.Duration) error {

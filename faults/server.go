@@ -98,14 +98,6 @@ func processNode(env *Env, s Spec, why string) (cluster.Node, error) {
 	return n, nil
 }
 
-// serverKind is what n is, for fault windows: "redis" or "etcd".
-func serverKind(n cluster.Node) string {
-	if cluster.IsEtcd(n) {
-		return "etcd"
-	}
-	return "redis"
-}
-
 // openWindow records the start of a fault window; -1 when there is no recorder.
 func openWindow(env *Env, s Spec, detail string) int {
 	if env.Rec == nil {
@@ -168,7 +160,7 @@ func (p *serverPause) Inject(ctx context.Context, env *Env) error {
 		return err
 	}
 	p.paused = n
-	p.window = openWindow(env, p.spec, fmt.Sprintf("SIGSTOP of %s %s (%s) for %s", serverKind(n), n.Name(), n.Addr(), p.spec.Duration))
+	p.window = openWindow(env, p.spec, fmt.Sprintf("SIGSTOP of %s %s (%s) for %s", cluster.KindOf(n), n.Name(), n.Addr(), p.spec.Duration))
 	return nil
 }
 
@@ -225,7 +217,7 @@ func (c *serverCrash) Inject(ctx context.Context, env *Env) error {
 		restart = "after " + c.spec.Duration.String()
 	}
 	// The window opens before the kill: it spans the time the server is down.
-	c.window = openWindow(env, c.spec, fmt.Sprintf("SIGKILL of %s %s (%s), restart %s with its persistence", serverKind(n), n.Name(), n.Addr(), restart))
+	c.window = openWindow(env, c.spec, fmt.Sprintf("SIGKILL of %s %s (%s), restart %s with its persistence", cluster.KindOf(n), n.Name(), n.Addr(), restart))
 	if err := n.Kill(ctx); err != nil {
 		closeWindow(env, &c.window)
 		return err
