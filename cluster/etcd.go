@@ -46,6 +46,18 @@ func (c *Cluster) etcdMembers(n int) ([]etcd.Member, error) {
 	return members, nil
 }
 
+// EtcdRefuses says which of opts an etcd cluster cannot honour, named as the plan's
+// field, and why (nil when it honours them all).
+func EtcdRefuses(opts Options) (option string, err error) {
+	if opts.ServerClock == ClockFaketime {
+		return "server_clock", errors.New("etcd members are Go programs, which read the clock without libc, so libfaketime cannot move it")
+	}
+	if opts.Persistence != "" && opts.Persistence != PersistNone {
+		return "persistence", fmt.Errorf("%s is Redis's: an etcd member always writes its log to disk and fsyncs it before it acknowledges", opts.Persistence)
+	}
+	return "", nil
+}
+
 // etcdStarter is a backend that runs etcd members: the process backend.
 type etcdStarter interface {
 	startEtcd(ctx context.Context, members []etcd.Member, token string) ([]Node, error)
@@ -59,11 +71,8 @@ func (c *Cluster) startEtcd(ctx context.Context, b Backend, n int, opts Options)
 	if !ok {
 		return fmt.Errorf("the %s backend cannot run etcd members (the process backend can)", b.Name())
 	}
-	if opts.ServerClock == ClockFaketime {
-		return errors.New("server clock faketime: etcd members are Go programs, which read the clock without libc, so libfaketime cannot move it")
-	}
-	if opts.Persistence != "" && opts.Persistence != PersistNone {
-		return fmt.Errorf("persistence %s is Redis's: an etcd member always writes its log to disk and fsyncs it before it acknowledges", opts.Persistence)
+	if option, err := EtcdRefuses(opts); err != nil {
+		return fmt.Errorf("%s: %w", option, err)
 	}
 	token := fmt.Sprintf("locklab-%d", time.Now().UnixNano())
 	var errs []error

@@ -289,11 +289,8 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 		}
 	}
 	if r.Topology.Kind == cluster.Etcd {
-		if p.ServerClock == cluster.ClockFaketime {
-			return nil, bad("server_clock", "etcd members are Go programs, which read the clock without libc: libfaketime cannot move it")
-		}
-		if r.Persistence != "" && r.Persistence != cluster.PersistNone {
-			return nil, bad("persistence", "%s is Redis's: an etcd member always fsyncs its log before it acknowledges", r.Persistence)
+		if field, err := cluster.EtcdRefuses(cluster.Options{Persistence: r.Persistence, ServerClock: p.ServerClock}); err != nil {
+			return nil, bad(field, "%v", err)
 		}
 	}
 	if r.Fencing, err = workload.ParseFencing(p.Fencing); err != nil {
