@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +13,9 @@ import (
 
 func sampleHistory() History {
 	return History{
-		Meta: Meta{Fencing: "full", TTL: 500 * time.Millisecond, Impl: "fenced", Seed: 7},
+		Meta: Meta{Fencing: "full", TTL: 500 * time.Millisecond, Impl: "fenced", Seed: 7, Servers: []string{"lock-0", "lock-1", "lock-2"}},
 		Ops: []Op{
-			{Process: 0, Client: 0, Key: "k", Kind: Acquire, Input: Input{TTL: 500 * time.Millisecond}, Output: Output{Token: "t1", Fence: 1, Validity: 499 * time.Millisecond}, Outcome: OK, Call: 10, Return: 20},
+			{Process: 0, Client: 0, Key: "k", Kind: Acquire, Input: Input{TTL: 500 * time.Millisecond}, Output: Output{Token: "t1", Fence: 1, Validity: 499 * time.Millisecond, Nodes: []int{0, 2}}, Outcome: OK, Call: 10, Return: 20},
 			{Process: 0, Client: 0, Key: "k", Kind: Read, Input: Input{Fence: 1}, Output: Output{Value: 0}, Outcome: OK, Call: 30, Return: 40},
 			{Process: 0, Client: 0, Key: "k", Kind: Write, Input: Input{Fence: 1, Value: 1, Base: 0}, Outcome: Unknown, Output: Output{Error: "i/o timeout"}, Call: 50, Return: 60},
 			{Process: 1, Client: 0, Key: "k", Kind: Crash, Outcome: OK, Call: 70, Return: 70},
@@ -34,11 +35,11 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Load(%s): %v", path, err)
 		}
-		if got.Meta != want.Meta || len(got.Ops) != len(want.Ops) || len(got.Faults) != 1 {
+		if !reflect.DeepEqual(got.Meta, want.Meta) || len(got.Ops) != len(want.Ops) || len(got.Faults) != 1 {
 			t.Fatalf("Load(%s) = %+v, want %+v", path, got, want)
 		}
 		for i := range want.Ops {
-			if got.Ops[i] != want.Ops[i] {
+			if !reflect.DeepEqual(got.Ops[i], want.Ops[i]) {
 				t.Fatalf("op %d: got %+v, want %+v", i, got.Ops[i], want.Ops[i])
 			}
 		}

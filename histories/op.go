@@ -91,6 +91,9 @@ type Output struct {
 	Value    int64         `json:"value,omitempty"`    // read: the value read
 	Validity time.Duration `json:"validity,omitempty"` // acquire, extend: validity the implementation reported
 	Error    string        `json:"error,omitempty"`    // fail, unknown: why
+	// Nodes, for an acquire ok of a lock on several servers (Redlock), are the servers
+	// that granted it (indices into Meta.Servers), when the implementation says.
+	Nodes []int `json:"nodes,omitempty"`
 }
 
 // Op is one recorded operation. Call and Return are nanoseconds since the run's base on a
@@ -161,6 +164,9 @@ type Meta struct {
 	Impl    string        `json:"impl,omitempty"`
 	Seed    int64         `json:"seed,omitempty"`
 	Started time.Time     `json:"started,omitempty"` // wall-clock time of the base, for humans only
+	// Servers are the lock service's servers in topology order (lock-0, lock-1, …), for
+	// pictures of the run; Output.Nodes indexes them.
+	Servers []string `json:"servers,omitempty"`
 }
 
 // History is a whole run's record.

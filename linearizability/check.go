@@ -129,7 +129,7 @@ func (c *checker) withPorcupine(p Property, m porcupine.Model, ops []porcupine.O
 		r.Verdict = OK
 	case porcupine.Illegal:
 		f := explain()
-		r.Verdict, r.Explanation = Illegal, f.text
+		r.Verdict, r.Explanation, r.At, r.Until = Illegal, f.text, f.at, max(f.until, f.at)
 		c.findings[p] = f
 	default:
 		r.Verdict = Unknown
@@ -145,7 +145,7 @@ func (c *checker) progress() PropertyResult {
 	r := PropertyResult{Property: L1, Verdict: v, Ops: n}
 	switch v {
 	case Illegal:
-		r.Explanation = f.text
+		r.Explanation, r.At, r.Until = f.text, f.at, max(f.until, f.at)
 		c.findings[L1] = f
 	case NA:
 		r.Explanation = f.text

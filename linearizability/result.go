@@ -65,11 +65,15 @@ const (
 
 // PropertyResult is the verdict on one property.
 type PropertyResult struct {
-	Property    Property      `json:"property"`
-	Verdict     Verdict       `json:"verdict"`
-	Explanation string        `json:"explanation,omitempty"` // illegal: the first violation in plain language; unknown, n/a: why
-	Ops         int           `json:"ops"`                   // operations the property was checked on
-	Elapsed     time.Duration `json:"elapsed_ns"`            // checking time, explanation included
+	Property    Property `json:"property"`
+	Verdict     Verdict  `json:"verdict"`
+	Explanation string   `json:"explanation,omitempty"` // illegal: the first violation in plain language; unknown, n/a: why
+	// At and Until (illegal only) are the span of the first violation, in ns since the
+	// run's base: where a picture of the run puts it.
+	At      int64         `json:"at_ns,omitempty"`
+	Until   int64         `json:"until_ns,omitempty"`
+	Ops     int           `json:"ops"`        // operations the property was checked on
+	Elapsed time.Duration `json:"elapsed_ns"` // checking time, explanation included
 }
 
 // Result is the verdict on a whole history.

@@ -183,12 +183,16 @@ func (c *checker) annotations(res Result) []porcupine.Annotation {
 	return out
 }
 
-// targetClient parses a fault target of the form "client N".
+// targetClient is the client a fault target names: "client:N", or one of its links
+// ("client:N->lock-0"); the older form "client N" too.
 func targetClient(target string) (int, bool) {
-	rest, ok := strings.CutPrefix(target, "client ")
+	rest, ok := strings.CutPrefix(target, "client:")
 	if !ok {
-		return 0, false
+		if rest, ok = strings.CutPrefix(target, "client "); !ok {
+			return 0, false
+		}
 	}
+	rest, _, _ = strings.Cut(rest, "->")
 	n, err := strconv.Atoi(strings.TrimSpace(rest))
 	return n, err == nil && n >= 0
 }

@@ -30,6 +30,7 @@ type Lease struct {
 	Fence    int64         // fencing token; 0 when the implementation has none
 	Validity time.Duration // validity left when Acquire/Extend returned, as the implementation computes it
 	Deadline time.Time     // by the Locker's Clock: when the implementation considers the lease over
+	Nodes    []int         // of a lock on several servers: the ones that granted it (by index), when known
 }
 
 // Remaining is the lease's validity left at now (by the same clock as Deadline).

@@ -116,6 +116,17 @@ func countReplies(replies []nodeReply) (yes, unknown int, errs []error) {
 	return yes, unknown, errs
 }
 
+// grantedBy is the indices of the nodes that said yes.
+func grantedBy(replies []nodeReply) []int {
+	var nodes []int
+	for i, r := range replies {
+		if r.err == nil && r.yes {
+			nodes = append(nodes, i)
+		}
+	}
+	return nodes
+}
+
 // redlockSetNX is SET key token NX PX ttl: yes when granted.
 func redlockSetNX(key, token string, ttl time.Duration) func(context.Context, *redis.Client) (bool, error) {
 	return func(ctx context.Context, c *redis.Client) (bool, error) {
@@ -164,6 +175,7 @@ func (l *redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 			Token:    token,
 			Deadline: start.Add(ttl - redlockDrift(ttl)),
 			Validity: ttl - redlockDrift(ttl) - time.Since(sent), // after the step, which may have been slow
+			Nodes:    grantedBy(sets),
 		}, nil
 	}
 

@@ -19,6 +19,7 @@ import (
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/timeline"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -29,6 +30,15 @@ const (
 	HTMLFile   = "history.html"
 	LogsDir    = "logs"
 )
+
+// Title names a run for people: its plan, implementation and fencing mode.
+func Title(p plan.Plan) string {
+	name := p.Name
+	if name == "" {
+		name = "plan"
+	}
+	return fmt.Sprintf("%s · %s · fencing %s", name, p.Impl, p.Fencing)
+}
 
 // InterruptedCheckTimeout bounds the checker per property on the history of an
 // interrupted run: whoever pressed Ctrl-C wants the evidence now, and an undecided
@@ -154,6 +164,10 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 		if err := jsonfile.Write(filepath.Join(opts.Dir, ResultFile), rep); err != nil {
 			return rep, err
 		}
+		pic := timeline.Run{History: h, Result: rep.Result, Title: Title(p)}
+		if err := timeline.Write(filepath.Join(opts.Dir, timeline.File), pic); err != nil {
+			return rep, err
+		}
 	}
 	if rep.Interrupted {
 		return rep, fmt.Errorf("%w after %s (partial history saved and checked): %w",
@@ -177,6 +191,9 @@ type executed struct {
 func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Options) (executed, error) {
 	p := r.Plan
 	meta := histories.Meta{Fencing: string(r.Fencing), TTL: p.TTL.D(), Impl: r.Impl.Name, Seed: p.Seed}
+	for _, n := range cl.Lock {
+		meta.Servers = append(meta.Servers, n.Name())
+	}
 	rec := histories.NewRecorder(meta)
 	if opts.Sink != nil {
 		rec = histories.NewStreamingRecorder(meta, opts.Sink)

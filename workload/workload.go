@@ -288,7 +288,7 @@ func (c *client) acquire(ctx context.Context, key string) (lockimpl.Lease, histo
 	call := c.rec.Now()
 	lease, err := c.locker.Acquire(ctx, c.cfg.Namespace+key, c.cfg.TTL)
 	outcome := lockimpl.Classify(err)
-	out := histories.Output{Token: lease.Token, Fence: lease.Fence, Validity: lease.Validity}
+	out := histories.Output{Token: lease.Token, Fence: lease.Fence, Validity: lease.Validity, Nodes: lease.Nodes}
 	if err != nil {
 		out = histories.Output{Error: err.Error()}
 	}

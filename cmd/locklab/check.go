@@ -10,10 +10,11 @@ import (
 
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/timeline"
 )
 
 func newCheckCmd() *cobra.Command {
-	var html string
+	var html, svg string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "check DIR|FILE",
@@ -26,14 +27,23 @@ again, without any server. Exit status: 0 no violation, 1 violation, 2 error, 3 
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			if html == "" {
-				if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+			if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+				if html == "" {
 					html = filepath.Join(args[0], "recheck.html")
+				}
+				if svg == "" {
+					svg = filepath.Join(args[0], "recheck-"+timeline.File)
 				}
 			}
 			res, err := linearizability.Check(h, linearizability.Options{HTMLPath: html, Timeout: timeout})
 			if err != nil {
 				return &statusError{exitError, fmt.Errorf("check %s: %w", args[0], err)}
+			}
+			if svg != "" {
+				title := fmt.Sprintf("%s · %s · fencing %s (re-checked)", filepath.Base(args[0]), h.Meta.Impl, res.Fencing)
+				if err := timeline.Write(svg, timeline.Run{History: h, Result: res, Title: title}); err != nil {
+					return &statusError{exitError, err}
+				}
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%s: %d operations, %d fault windows, fencing %s\n", args[0], len(h.Ops), len(h.Faults), h.Meta.Fencing)
@@ -41,10 +51,14 @@ again, without any server. Exit status: 0 no violation, 1 violation, 2 error, 3 
 			if html != "" {
 				fmt.Fprintf(w, "visualisation: %s\n", html)
 			}
+			if svg != "" {
+				fmt.Fprintf(w, "timeline: %s\n", svg)
+			}
 			return verdictStatus(res)
 		},
 	}
 	cmd.Flags().StringVar(&html, "html", "", "write the Porcupine visualisation here (default: DIR/recheck.html for a directory)")
+	cmd.Flags().StringVar(&svg, "timeline", "", "write the run's timeline picture (SVG) here (default: DIR/recheck-timeline.svg for a directory)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "checker timeout per property (0: default); a timeout is unknown, never a pass")
 	return cmd
 }

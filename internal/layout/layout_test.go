@@ -127,16 +127,17 @@ var stage = map[string]int{
 	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0,
 	"histories":       1,
 	"linearizability": 2,
-	"cluster":         3, // and its subpackages: access, clustertest, netproxy, faketime, etcd
-	"lockimpl":        4, // and libs, subprocess, locktest
-	"workload":        5, "locks": 5,
-	"faults": 6,
-	"plan":   7,
-	"runner": 8, "tla/bridge": 8,
-	"campaign/expect": 9,
-	"campaign":        10, "matrix": 10, "jobsbench": 10,
-	"report":      11,
-	"cmd/locklab": 12, "cmd/locklab-lockserve": 12,
+	"timeline":        3,
+	"cluster":         4, // and its subpackages: access, clustertest, netproxy, faketime, etcd
+	"lockimpl":        5, // and libs, subprocess, locktest
+	"workload":        6, "locks": 6,
+	"faults": 7,
+	"plan":   8,
+	"runner": 9, "tla/bridge": 9,
+	"campaign/expect": 10,
+	"campaign":        11, "matrix": 11, "jobsbench": 11,
+	"report":      12,
+	"cmd/locklab": 13, "cmd/locklab-lockserve": 13,
 }
 
 // TestImportsFollowTheFlow: no package imports one that comes later in the flow, campaign
