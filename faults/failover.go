@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/histories"
 )
 
 // Failover modes.
@@ -269,6 +270,9 @@ func (f *failover) strike(ctx context.Context, env *Env, where string) error {
 		return fmt.Errorf("failover of %s: %w", old.Name(), err)
 	}
 	f.promoted = promoted
+	if env.Rec != nil && f.window >= 0 {
+		env.Rec.FaultUpdate(f.window, func(w *histories.FaultWindow) { w.Promoted = promoted.Name() })
+	}
 	f.note(env, fmt.Sprintf("; %s promoted %s after %s", f.promoter(), promoted.Name(), took))
 	return nil
 }

@@ -107,6 +107,7 @@ func (sch *Schedule) run(ctx context.Context, it *item) {
 	}
 	if !it.kind.ownWindow && sch.env.Rec != nil {
 		it.window = sch.env.Rec.FaultStart(it.spec.Kind, it.spec.Target, it.spec.String())
+		withOffset(sch.env.Rec, it.window, it.spec)
 	}
 	close(it.injected)
 	if !sleep(ctx, it.spec.Duration) {

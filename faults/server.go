@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/histories"
 )
 
 // serverKinds are the faults that strike a Redis server: its process (pause, crash and
@@ -103,7 +104,16 @@ func openWindow(env *Env, s Spec, detail string) int {
 	if env.Rec == nil {
 		return -1
 	}
-	return env.Rec.FaultStart(s.Kind, s.Target, detail)
+	w := env.Rec.FaultStart(s.Kind, s.Target, detail)
+	withOffset(env.Rec, w, s)
+	return w
+}
+
+// withOffset records a clock fault's jump on its window.
+func withOffset(rec *histories.Recorder, w int, s Spec) {
+	if s.Offset != 0 {
+		rec.FaultUpdate(w, func(fw *histories.FaultWindow) { fw.Offset = s.Offset })
+	}
 }
 
 // detailWindow replaces the detail of window w, once the fault tells what it did.

@@ -142,6 +142,10 @@ type FaultWindow struct {
 	Start  int64  `json:"start"`
 	End    int64  `json:"end"`
 	Detail string `json:"detail,omitempty"`
+	// What a picture of the run needs beyond the words: a clock fault's jump, and the
+	// server a failover promoted.
+	Offset   time.Duration `json:"offset,omitempty"`
+	Promoted string        `json:"promoted,omitempty"`
 }
 
 // Validate reports the first thing wrong with w, if anything.
@@ -166,7 +170,8 @@ type Meta struct {
 	Started time.Time     `json:"started,omitempty"` // wall-clock time of the base, for humans only
 	// Servers are the lock service's servers in topology order (lock-0, lock-1, …), for
 	// pictures of the run; Output.Nodes indexes them.
-	Servers []string `json:"servers,omitempty"`
+	Servers  []string `json:"servers,omitempty"`
+	Topology string   `json:"topology,omitempty"` // single, replicated:3, nodes:5, etcd:3
 }
 
 // History is a whole run's record.

@@ -86,6 +86,16 @@ func (r *Recorder) FaultDetail(i int, detail string) {
 	}
 }
 
+// FaultUpdate changes window i (from FaultStart) with update, e.g. to record a clock
+// fault's offset or the server a failover promoted.
+func (r *Recorder) FaultUpdate(i int, update func(*FaultWindow)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i >= 0 && i < len(r.faults) {
+		update(&r.faults[i])
+	}
+}
+
 // FaultEnd records that the fault returned by FaultStart healed.
 func (r *Recorder) FaultEnd(i int) {
 	r.mu.Lock()
