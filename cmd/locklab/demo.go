@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +15,7 @@ import (
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/timeline"
 )
 
 func newDemoCmd() *cobra.Command {
@@ -28,7 +30,9 @@ func newDemoCmd() *cobra.Command {
 		Long: `Demo runs a scenario of the catalog (locklab list) once per fencing mode — off and full
 when the implementation grants fences — and prints the verdicts side by side with a
 narration of each run: the leases, when they ran out by the server's clock, the faults,
-and which writes the store accepted. Without a scenario it lists them.
+and which writes the store accepted. It writes OUT/SCENARIO.html, one page with the runs'
+timelines side by side (each run directory has its timeline.svg). Without a scenario it
+lists them.
 
 Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`,
 		Example: "  locklab demo pause-past-ttl\n  locklab demo clock-jump --fencing off,writes,full",
@@ -67,14 +71,34 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 			}
 			fmt.Fprintf(w, "\n%s\n", wrap(sc.Description, 88))
 			printReports(w, sc, reports)
+			demo := report.Demo{Scenario: sc.Name, Description: sc.Description, Command: demoCommand(sc.Name, fencing)}
 			for _, rep := range reports {
 				h, err := histories.Load(rep.Dir)
 				if err != nil {
 					return &statusError{exitError, err}
 				}
-				fmt.Fprintf(w, "\nWhat happened with fencing %s (times since the start of the run):\n", rep.Plan.Fencing)
-				report.Narrate(w, h)
+				var story strings.Builder
+				report.Narrate(&story, h)
+				fmt.Fprintf(w, "\nWhat happened with fencing %s (times since the start of the run):\n%s", rep.Plan.Fencing, story.String())
+				rel, err := filepath.Rel(out, rep.Dir)
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("demo page: %w", err)}
+				}
+				demo.Runs = append(demo.Runs, report.DemoRun{
+					Title: runner.Title(rep.Plan), Fencing: rep.Plan.Fencing, Result: rep.Result, Narration: story.String(),
+					Timeline:  filepath.ToSlash(filepath.Join(rel, timeline.File)),
+					Porcupine: filepath.ToSlash(filepath.Join(rel, runner.HTMLFile)),
+				})
 			}
+			page, err := report.DemoHTML(demo)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
+			path := filepath.Join(out, sc.Name+".html")
+			if err := os.WriteFile(path, page, 0o644); err != nil {
+				return &statusError{exitError, fmt.Errorf("write the demo page: %w", err)}
+			}
+			fmt.Fprintf(w, "\nThe timelines side by side: %s\n", path)
 			return verdictStatus(results(reports)...)
 		},
 	}
@@ -83,6 +107,11 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.StringVar(&out, "out", filepath.Join("out", "demo"), "directory for run directories")
 	f.DurationVar(&checkTimeout, "check-timeout", 0, "checker timeout per property (0: default)")
 	return cmd
+}
+
+// demoCommand is the command line that makes the page again.
+func demoCommand(scenario string, fencing []string) string {
+	return fmt.Sprintf("locklab demo %s --fencing %s", scenario, strings.Join(fencing, ","))
 }
 
 func listScenarios(cmd *cobra.Command, reg *lockimpl.Registry) error {
