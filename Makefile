@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/locklab
 OUT     ?= out
 
-.PHONY: all apt-deps deps node-deps detection build demo test vet fuzz bench bench-jobs tla matrix clean
+.PHONY: all apt-deps deps node-deps detection build demo docs test vet fuzz bench bench-jobs tla matrix clean
 
 all: build
 
@@ -34,6 +34,13 @@ build:
 demo: apt-deps build
 	@$(BIN) demo pause-past-ttl --out $(OUT)/demo; \
 	  s=$$?; if [ $$s -gt 1 ]; then exit $$s; fi
+
+# The tutorial (docs/tutorial.md): every experiment of docs/tutorial/tutorial.md.tmpl runs on
+# real servers TUTORIAL_REPEAT times per fencing mode; its pictures (docs/tutorial/*.svg),
+# verdict counts and explanations come from those runs. About 10 minutes on 2 cores.
+TUTORIAL_REPEAT ?= 3
+docs: deps build
+	$(BIN) tutorial --repeat $(TUTORIAL_REPEAT) --out $(OUT)/tutorial
 
 test: deps build
 	$(GO) test -race -timeout 20m ./...
