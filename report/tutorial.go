@@ -43,6 +43,9 @@ type Tutorial struct {
 	Pictures, Link string
 	// Root is the repository's root, where tla/testdata holds TLC's counterexamples.
 	Root string
+	// Unchecked skips the claims the prose makes of the runs (expect): for checking a
+	// template's structure with made-up runs.
+	Unchecked bool
 }
 
 // Write executes the template at tmpl into w.
@@ -55,9 +58,15 @@ func (t *Tutorial) Write(w io.Writer, tmpl string) error {
 		"run": func(source string, settings ...string) (*Experiment, error) {
 			return t.Run(source, settings)
 		},
-		"verdicts":  verdictTable,
-		"count":     illegalCount,
-		"explain":   explanation,
+		"verdicts": verdictTable,
+		"count":    illegalCount,
+		"explain":  explanation,
+		"expect": func(e *Experiment, fencing, property, want string) (string, error) {
+			if t.Unchecked {
+				return "", nil
+			}
+			return expectation(e, fencing, property, want)
+		},
 		"narration": narration,
 		"picture":   t.picture,
 		"tla":       t.counterexample,
@@ -157,6 +166,35 @@ func illegalCount(e *Experiment, fencing, property string) (string, error) {
 		}
 	}
 	return fmt.Sprintf("%d/%d", n, len(runs)), nil
+}
+
+// expectation checks a claim the prose makes against the runs, and writes nothing: want
+// "held" means no run violated property, "violated" that most runs did. A claim the runs
+// do not bear out stops the document being written.
+func expectation(e *Experiment, fencing, property, want string) (string, error) {
+	runs := e.Runs[fencing]
+	if len(runs) == 0 {
+		return "", fmt.Errorf("experiment %s has no run with fencing %s", e.Name, fencing)
+	}
+	n := 0
+	for _, r := range runs {
+		if pr, _ := r.Result.Property(lin.Property(property)); pr.Verdict == lin.Illegal {
+			n++
+		}
+	}
+	switch want {
+	case "held":
+		if n > 0 {
+			return "", fmt.Errorf("the text says %s held in experiment %s with fencing %s, but %d of %d runs violated it", property, e.Name, fencing, n, len(runs))
+		}
+	case "violated":
+		if 2*n <= len(runs) {
+			return "", fmt.Errorf("the text says experiment %s violates %s with fencing %s, but only %d of %d runs did", e.Name, property, fencing, n, len(runs))
+		}
+	default:
+		return "", fmt.Errorf("expect %q: want held or violated", want)
+	}
+	return "", nil
 }
 
 // explanation is the checker's words on property in the shown run, or "" when it held.

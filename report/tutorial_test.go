@@ -39,7 +39,7 @@ func TestTutorialFromRuns(t *testing.T) {
 {{picture $e "off"}}
 {{verdicts $e}}
 P1 off {{count $e "off" "P1"}}, full {{count $e "full" "P1"}}; P2 full {{count $e "full" "P2"}}.
-{{explain $e "off" "P1"}}|{{explain $e "full" "P2"}}|
+{{explain $e "off" "P1"}}|{{explain $e "full" "P2"}}|{{expect $e "off" "P1" "violated"}}{{expect $e "full" "P2" "held"}}|
 {{narration $e "off"}}
 {{tla "Redlock5_clockjump"}}
 `
@@ -68,7 +68,7 @@ P1 off {{count $e "off" "P1"}}, full {{count $e "full" "P1"}}; P2 full {{count $
 	for _, want := range []string{
 		"# pause", "![pause, fencing off: timeline of a real run](tutorial/pause-fencing-off.svg)",
 		"| P1 mutual exclusion | **violated 2/3** | **violated 2/3** |", "| P2 resource safety | **violated 2/3** | held 3/3 |",
-		"P1 off 2/3, full 2/3; P2 full 0/3.", "P1 broke at 1.000 s||", "client 0 acquired k0",
+		"P1 off 2/3, full 2/3; P2 full 0/3.", "P1 broke at 1.000 s|||", "client 0 acquired k0",
 		"invariant `MutualExclusion` violated", "[trace](../tla/testdata/Redlock5_clockjump.trace)", "1. t = 0: `init`",
 	} {
 		if !strings.Contains(doc, want) {
@@ -80,6 +80,24 @@ P1 off {{count $e "off" "P1"}}, full {{count $e "full" "P1"}}; P2 full {{count $
 	}
 	if len(asked) != 1 || asked[0] != "pause-past-ttl name=pause" {
 		t.Errorf("experiments asked for: %q", asked)
+	}
+}
+
+func TestTutorialClaimsAreChecked(t *testing.T) {
+	e := &Experiment{Name: "x", Fencings: []string{"off"}, Runs: map[string][]ExperimentRun{
+		"off": {fakeRun(t, "", lin.P1), fakeRun(t, ""), fakeRun(t, "")},
+	}}
+	if _, err := expectation(e, "off", "P1", "violated"); err == nil || !strings.Contains(err.Error(), "only 1 of 3 runs") {
+		t.Errorf("violated in 1 of 3 runs passed as violated: %v", err)
+	}
+	if _, err := expectation(e, "off", "P1", "held"); err == nil || !strings.Contains(err.Error(), "1 of 3 runs violated it") {
+		t.Errorf("violated in 1 of 3 runs passed as held: %v", err)
+	}
+	if _, err := expectation(e, "off", "P2", "held"); err != nil {
+		t.Errorf("P2 held in every run: %v", err)
+	}
+	if _, err := expectation(e, "off", "P2", "fine"); err == nil {
+		t.Error("an unknown claim passed")
 	}
 }
 
