@@ -3,6 +3,7 @@ package lockimpl_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -174,6 +175,9 @@ func TestRedlockMinorityDown(t *testing.T) {
 		t.Fatalf("Acquire with 2 of 5 nodes dead: %v", err)
 	}
 	wantHolds(t, raw, "k", lease.Token, true, 2, 3, 4)
+	if !slices.Equal(lease.Nodes, []int{2, 3, 4}) {
+		t.Errorf("lease granted by nodes %v, want [2 3 4]: the living ones", lease.Nodes)
+	}
 	if err := l.Release(ctx, lease); err != nil {
 		t.Fatalf("Release with 2 of 5 nodes dead (deleted on the other 3): %v", err)
 	}
