@@ -287,14 +287,14 @@ func (c *canvas) clientLane(m *model, l clientLane, y float64) float64 {
 			c.p(`<text x="%.1f" y="%.1f" font-size="10" fill="#222" clip-path="url(#plot)">%s</text>`+"\n", x0+3, by+barH-2.5, esc(b.key))
 		}
 	}
-	ls = append(ls, c.marks(l.marks, barsTop, y+h-4, col, len(m.clients))...)
+	ls = append(ls, c.marks(l.marks, barsTop, y+h-4, col)...)
 	c.labels(y, ls)
 	c.p("</g>\n")
 	return y + h
 }
 
 // marks draws operations between y0 and y1 and returns their labels.
-func (c *canvas) marks(ms []mark, y0, y1 float64, col string, clients int) []label {
+func (c *canvas) marks(ms []mark, y0, y1 float64, col string) []label {
 	minor := 0
 	for _, mk := range ms {
 		if mk.class == "minor" && mk.at >= c.view.from && mk.at <= c.view.to {
@@ -408,7 +408,7 @@ func (c *canvas) storeLane(m *model, y float64) float64 {
 	h := laneHeight(1)
 	c.p(`<g class="lane store">` + "\n")
 	ls := c.laneFrame("store", "#222", y, h, m.store.faults)
-	ls = append(ls, c.marks(m.store.marks, y+2*textRow+6, y+h-4, "#222", len(m.clients))...)
+	ls = append(ls, c.marks(m.store.marks, y+2*textRow+6, y+h-4, "#222")...)
 	c.labels(y, ls)
 	c.p("</g>\n")
 	return y + h
