@@ -21,8 +21,10 @@ type Run struct {
 
 // Render writes run's picture as SVG to w.
 func Render(w io.Writer, run Run) error {
-	_, err := fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="100" height="20"><title>%s</title></svg>`+"\n", run.Title)
-	return err
+	if _, err := w.Write(render(build(run))); err != nil {
+		return fmt.Errorf("render timeline: %w", err)
+	}
+	return nil
 }
 
 // Write writes run's picture to path.

@@ -1,0 +1,189 @@
+package timeline
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/histories"
+)
+
+// renewers are the implementations that keep a lease alive in the background without
+// recording the renewals (lockimpl.Renewer, a session's keepalive, a library's refresh):
+// their lease's expiry is not in the history, so it lasts until released, taken or the
+// holder's crash plus a TTL. A name missing here only draws such a lease to Call+TTL.
+var renewers = []string{"watchdog", "rueidislock", "etcd", "node-redlock-auto", "redis-semaphore-mutex", "redis-semaphore-redlock"}
+
+// leaseEvent is one thing that changes what a server holds, in time order.
+type leaseEvent struct {
+	at    int64
+	order int // tie-break: the op's index in call order, faults after ops
+	op    *histories.Op
+	fault *histories.FaultWindow
+}
+
+// leasesOf computes every lease as the servers held it: from the grant (the acquire's
+// Call) to Call+TTL by the server's clock; an extend ok sets the expiry to its Call+TTL;
+// the holder's release ok ends it at its Return; a later grant of the key on the same
+// server ends it there; a failover's kill ends the leases on the dead primary; a server
+// clock jump of Offset at Start makes a live lease's expiry E into max(Start, E-Offset).
+// It returns them with notes on what the history does not say.
+func leasesOf(h histories.History, order []int, servers []serverLane, end int64) ([]lease, []string) {
+	topo, _, _ := strings.Cut(h.Meta.Topology, ":")
+	if topo == "" && len(servers) > 1 {
+		topo = "unknown"
+	}
+	renews := slices.Contains(renewers, strings.TrimSuffix(h.Meta.Impl, "-process"))
+	index := func(name string) int {
+		return slices.IndexFunc(servers, func(s serverLane) bool { return s.name == name })
+	}
+	var failovers []histories.FaultWindow
+	var evs []leaseEvent
+	for n, i := range order {
+		op := &h.Ops[i]
+		at := op.Call
+		if op.Kind == histories.Release {
+			at = op.Return
+		}
+		if op.Outcome == histories.OK && (op.Kind == histories.Acquire || op.Kind == histories.Extend || op.Kind == histories.Release) ||
+			op.Kind == histories.Crash || (op.Kind == histories.Release && renews) {
+			evs = append(evs, leaseEvent{at: at, order: n, op: op})
+		}
+	}
+	for i := range h.Faults {
+		f := &h.Faults[i]
+		if f.Kind == "failover" {
+			failovers = append(failovers, *f)
+		}
+		if f.Kind == "failover" || (f.Kind == "server-clock" && f.Offset != 0) {
+			evs = append(evs, leaseEvent{at: f.Start, order: len(order) + i, fault: f})
+		}
+	}
+	slices.SortStableFunc(failovers, func(a, b histories.FaultWindow) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortStableFunc(evs, func(a, b leaseEvent) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.order, b.order)) })
+
+	var out []lease
+	unrecorded := false
+	// on returns the servers an acquire ok put its lease on, and whether that is known.
+	on := func(op *histories.Op) ([]int, bool) {
+		all := make([]int, len(servers))
+		for i := range all {
+			all[i] = i
+		}
+		switch topo {
+		case "single":
+			return []int{0}, true
+		case "replicated":
+			primary := 0
+			for _, f := range failovers {
+				if f.Start <= op.Call && index(f.Promoted) >= 0 {
+					primary = index(f.Promoted)
+				}
+			}
+			return []int{primary}, true
+		case "nodes":
+			var got []int
+			for _, n := range op.Output.Nodes {
+				if n >= 0 && n < len(servers) {
+					got = append(got, n)
+				}
+			}
+			if len(got) > 0 {
+				return got, true
+			}
+			unrecorded = true
+			return all, false
+		case "etcd", "unknown":
+			return all, false
+		}
+		return []int{0}, true
+	}
+	ttl := func(op *histories.Op) int64 { return int64(cmp.Or(op.Input.TTL, h.Meta.TTL, time.Second)) }
+	for _, e := range evs {
+		if f := e.fault; f != nil {
+			s := index(f.Target)
+			for i := range out {
+				l := &out[i]
+				if l.server != s || l.start > f.Start || l.end() <= f.Start {
+					continue
+				}
+				if f.Kind == "failover" {
+					l.cut, l.why = f.Start, "the primary was killed ("+f.Target+")"
+					continue
+				}
+				if l.renewed {
+					continue // renewals on the server's own clock: the jump is caught up at the next
+				}
+				l.expiry = max(f.Start, l.expiry-int64(f.Offset))
+				l.why = fmt.Sprintf("expired by the server's clock after it jumped %s at %s", signed(f.Offset), secs(f.Start))
+			}
+			continue
+		}
+		op := e.op
+		mine := func(l *lease) bool {
+			return l.process == op.Process && l.key == op.Key && l.cut == never && !l.superseded
+		}
+		switch op.Kind {
+		case histories.Acquire:
+			where, known := on(op)
+			for _, s := range where {
+				for i := range out {
+					l := &out[i]
+					if l.server != s || l.key != op.Key {
+						continue
+					}
+					l.superseded = true // what later releases and extends refer to is the new one
+					if l.end() > op.Call {
+						l.cut, l.why = op.Call, fmt.Sprintf("the server granted it to client %d at %s", op.Client, secs(op.Call))
+					}
+				}
+				l := lease{server: s, process: op.Process, client: op.Client, key: op.Key, fence: op.Output.Fence,
+					start: op.Call, expiry: op.Call + ttl(op), cut: never, why: "expired by the server's clock", unsure: !known}
+				if renews {
+					l.expiry, l.renewed, l.why = max(end, op.Return), true, "renewed until the end of the run"
+				}
+				out = append(out, l)
+			}
+		case histories.Extend:
+			for i := range out {
+				if l := &out[i]; mine(l) && !l.renewed {
+					l.expiry, l.why = op.Call+ttl(op), "expired by the server's clock after the last extend"
+				}
+			}
+		case histories.Release:
+			for i := range out {
+				l := &out[i]
+				if !mine(l) {
+					continue
+				}
+				if op.Outcome == histories.OK {
+					// A checked release that succeeded proves the server still held the key.
+					l.expiry, l.cut, l.why = max(l.expiry, op.Return), op.Return, "released at "+secs(op.Return)
+				} else if l.renewed && op.Outcome == histories.Fail {
+					l.expiry, l.why = min(l.expiry, op.Call), "lost before the release (renewed in the background, unrecorded)"
+				} else if l.renewed {
+					l.expiry, l.why = min(l.expiry, op.Call+ttl(op)), "release of unknown outcome: renewals presumably stopped"
+				}
+			}
+		case histories.Crash:
+			for i := range out {
+				if l := &out[i]; mine(l) && l.renewed {
+					l.expiry, l.why = min(l.expiry, op.Call+ttl(op)), "the holder crashed: no more renewals"
+				}
+			}
+		}
+	}
+	var notes []string
+	if unrecorded {
+		notes = append(notes, fmt.Sprintf("%s does not record which nodes granted a lease: drawn dashed on every node", cmp.Or(h.Meta.Impl, "the implementation")))
+	}
+	if topo == "etcd" {
+		notes = append(notes, "etcd: the cluster holds a lease by consensus, drawn dashed on every member")
+	}
+	if renews {
+		notes = append(notes, fmt.Sprintf("%s renews leases in the background (not recorded): a lease lasts until released, taken by another, or a TTL after a crash", h.Meta.Impl))
+	}
+	return out, notes
+}
