@@ -439,6 +439,36 @@ func (p Plan) WithFencing(mode string) Plan {
 	return p
 }
 
+// With lays settings over p: each is key=value, the key a plan field (dashes stand for
+// underscores, as in the run command's flags), the value JSON when it parses as JSON,
+// else a string. The result is parsed and validated again, so a bad setting is refused
+// by name (source says where the settings came from).
+func (p Plan) With(settings []string, source string, reg *lockimpl.Registry) (Plan, error) {
+	if len(settings) == 0 {
+		return p, nil
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(p.MarshalIndent(), &fields); err != nil {
+		return p, fmt.Errorf("%s: %w", source, err)
+	}
+	for _, kv := range settings {
+		key, val, ok := strings.Cut(kv, "=")
+		if !ok || key == "" {
+			return p, fmt.Errorf("%s: setting %q is not key=value", source, kv)
+		}
+		var v any
+		if json.Unmarshal([]byte(val), &v) != nil {
+			v = val
+		}
+		fields[strings.ReplaceAll(key, "-", "_")] = v
+	}
+	data, err := json.Marshal(fields)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", source, err)
+	}
+	return Parse(data, source, reg)
+}
+
 // MarshalIndent is the plan as saved in plan.json.
 func (p Plan) MarshalIndent() []byte {
 	var b bytes.Buffer

@@ -149,3 +149,27 @@ func TestResolveTypesThePlanOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestWithLaysSettingsOver(t *testing.T) {
+	reg := locks.All()
+	base, err := Scenario("failover-loss", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := base.With([]string{"persistence=aof-always", "careless=true", "server-clock=faketime", "clients=3"}, "here", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Persistence != "aof-always" || !p.Careless || p.ServerClock != "faketime" || p.Clients != 3 || p.Name != base.Name {
+		t.Errorf("With gave %+v", p)
+	}
+	for _, c := range []struct{ setting, want string }{
+		{"persistance=none", "here:1: persistance: unknown field"},
+		{"clients=-1", "clients"},
+		{"careless", `setting "careless" is not key=value`},
+	} {
+		if _, err := base.With([]string{c.setting}, "here", reg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("With(%q) = %v, want an error with %q", c.setting, err, c.want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -153,7 +152,7 @@ func (o tutorialOptions) prepare(reg *lockimpl.Registry, source string, settings
 			}
 		}
 	}
-	if p, err = withSettings(p, set, reg); err != nil {
+	if p, err = p.With(set, where+" settings "+strings.Join(set, " "), reg); err != nil {
 		return nil, p, fmt.Errorf("%s: %w", where, err)
 	}
 	if len(e.Fencings) == 0 {
@@ -164,30 +163,4 @@ func (o tutorialOptions) prepare(reg *lockimpl.Registry, source string, settings
 	}
 	e.Command = strings.Join(append(command, "--fencing", strings.Join(e.Fencings, ",")), " ")
 	return e, p, nil
-}
-
-// withSettings lays key=value settings over p's fields: a key is a plan field with dashes
-// for underscores (the run command's flag), a value is JSON when it parses as JSON,
-// else a string. The plan is parsed again, so a bad setting is refused by name.
-func withSettings(p plan.Plan, settings []string, reg *lockimpl.Registry) (plan.Plan, error) {
-	if len(settings) == 0 {
-		return p, nil
-	}
-	var fields map[string]any
-	if err := json.Unmarshal(p.MarshalIndent(), &fields); err != nil {
-		return p, fmt.Errorf("settings: %w", err)
-	}
-	for _, kv := range settings {
-		key, val, _ := strings.Cut(kv, "=")
-		var v any
-		if json.Unmarshal([]byte(val), &v) != nil {
-			v = val
-		}
-		fields[strings.ReplaceAll(key, "-", "_")] = v
-	}
-	data, err := json.Marshal(fields)
-	if err != nil {
-		return p, fmt.Errorf("settings: %w", err)
-	}
-	return plan.Parse(data, "settings "+strings.Join(settings, " "), reg)
 }
