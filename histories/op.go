@@ -172,6 +172,9 @@ type Meta struct {
 	// pictures of the run; Output.Nodes indexes them.
 	Servers  []string `json:"servers,omitempty"`
 	Topology string   `json:"topology,omitempty"` // single, replicated:3, nodes:5, etcd:3
+	// Renews: the implementation keeps its leases alive in the background without
+	// recording it (lockimpl.Impl.Renews), so a lease's end is not its TTL after a grant.
+	Renews bool `json:"renews,omitempty"`
 }
 
 // History is a whole run's record.

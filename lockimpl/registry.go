@@ -17,6 +17,10 @@ type Impl struct {
 	// NoExtend: its Extend always answers ErrUnsupported without sending anything (a lock
 	// that renews by itself, for one).
 	NoExtend bool
+	// Renews: it keeps its leases alive in the background (a watchdog, a session's
+	// keepalive, a library's refresh), recording no extends: a picture of the run cannot
+	// take a lease's end from its TTL.
+	Renews bool
 	// Process: each client runs as a process of its own (a subprocess client), which a
 	// stop-the-world pause (client-pause mode process) and a client clock under
 	// libfaketime (plan client_clock) can reach.

@@ -17,6 +17,7 @@ func watchdogImpls() []Impl {
 				"back to the full ttl until release; a refused renewal loses the lease",
 			Topology: "single",
 			Steps:    []string{StepGranted},
+			Renews:   true,
 			New:      newWatchdog,
 		},
 	}

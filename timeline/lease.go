@@ -10,12 +10,6 @@ import (
 	"github.com/locklab/locklab/histories"
 )
 
-// renewers are the implementations that keep a lease alive in the background without
-// recording the renewals (lockimpl.Renewer, a session's keepalive, a library's refresh):
-// their lease's expiry is not in the history, so it lasts until released, taken or the
-// holder's crash plus a TTL. A name missing here only draws such a lease to Call+TTL.
-var renewers = []string{"watchdog", "rueidislock", "etcd", "node-redlock-auto", "redis-semaphore-mutex", "redis-semaphore-redlock"}
-
 // leaseEvent is one thing that changes what a server holds, in time order.
 type leaseEvent struct {
 	at    int64
@@ -35,7 +29,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 	if topo == "" && len(servers) > 1 {
 		topo = "unknown"
 	}
-	renews := slices.Contains(renewers, strings.TrimSuffix(h.Meta.Impl, "-process"))
+	renews := h.Meta.Renews // its leases live on in the background, unrecorded
 	index := func(name string) int {
 		return slices.IndexFunc(servers, func(s serverLane) bool { return s.name == name })
 	}

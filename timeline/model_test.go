@@ -149,6 +149,17 @@ func TestLeaseEnds(t *testing.T) {
 	}
 }
 
+func TestRenewedLeaseLastsUntilTaken(t *testing.T) {
+	h := single([]histories.Op{acquire(0, 0, 0, 1, 0), write(1, 0, 100, 101, 1, 0, histories.OK), acquire(2, 1, 1700, 1702, 0)})
+	if l := leasesOn(build(Run{History: h}), "lock-0")[0]; l.end() != 500*ms {
+		t.Errorf("a lease not renewed ends at %d, want its TTL after the grant", l.end())
+	}
+	h.Meta.Renews = true // a watchdog kept it alive until the holder died or let go
+	if l := leasesOn(build(Run{History: h}), "lock-0")[0]; l.end() != 1700*ms || !l.renewed {
+		t.Errorf("a renewed lease ends at %d (renewed %v), want the next grant's call", l.end(), l.renewed)
+	}
+}
+
 func TestRedlockLeasesOnTheNodesThatGranted(t *testing.T) {
 	h := single([]histories.Op{acquire(0, 0, 0, 5, 0, 0, 2, 4), release(0, 0, 100, 101, histories.OK)})
 	h.Meta.Servers = []string{"lock-0", "lock-1", "lock-2", "lock-3", "lock-4"}

@@ -98,6 +98,7 @@ func Etcd() lockimpl.Impl {
 		Topology: "etcd",
 		Steps:    []string{lockimpl.StepGranted},
 		NoExtend: true,
+		Renews:   true,
 		New:      newEtcdLock,
 	}
 }

@@ -38,6 +38,7 @@ func Impls() []lockimpl.Impl {
 			Topology:    "single",
 			Steps:       []string{lockimpl.StepGranted},
 			NoExtend:    true,
+			Renews:      true,
 			Options:     rueidisOptions(),
 			New:         newRueidisLock,
 		},

@@ -88,7 +88,7 @@ func OutOfProcess(impl lockimpl.Impl) lockimpl.Impl {
 			}
 			return []string{bin, impl.Name}, nil
 		})
-	out.NoExtend = impl.NoExtend
+	out.NoExtend, out.Renews = impl.NoExtend, impl.Renews
 	// The same options: locklab-lockserve reads them from LOCKLAB_OPTIONS.
 	out.Options = impl.Options
 	return out

@@ -133,6 +133,13 @@ func redisSemaphoreOptions() []lockimpl.Option {
 // extend (lockimpl.Impl.NoExtend).
 func renewsByItself(impl lockimpl.Impl) lockimpl.Impl {
 	impl.NoExtend = true
+	return refreshing(impl)
+}
+
+// refreshing is impl for a client that keeps its leases alive in the background,
+// recording no extends (lockimpl.Impl.Renews).
+func refreshing(impl lockimpl.Impl) lockimpl.Impl {
+	impl.Renews = true
 	return impl
 }
 

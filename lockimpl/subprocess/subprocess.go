@@ -144,12 +144,12 @@ func Impls() []lockimpl.Impl {
 		renewsByItself(withOptions(subprocessOn(topologyNodes, "node-redlock-auto",
 			"npm @sesamecare-oss/redlock "+sesamecareRedlockVersion+" (redlock v5's API: Redlock over N independent servers, ioredis clients), each lease held inside using() with automatic extension on, one try per acquire unless retry_count",
 			false, nodeLibraryCommand("redlock-auto.js", "@sesamecare-oss/redlock")), nodeRedlockAutoOptions()...)),
-		withOptions(subprocessImpl("redis-semaphore-mutex",
+		refreshing(withOptions(subprocessImpl("redis-semaphore-mutex",
 			"npm redis-semaphore "+redisSemaphoreVersion+" Mutex (single instance, SET NX PX, refreshes itself every 0.8 ttl), one try per acquire",
-			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "mutex")), redisSemaphoreOptions()...),
-		withOptions(subprocessOn(topologyNodes, "redis-semaphore-redlock",
+			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "mutex")), redisSemaphoreOptions()...)),
+		refreshing(withOptions(subprocessOn(topologyNodes, "redis-semaphore-redlock",
 			"npm redis-semaphore "+redisSemaphoreVersion+" RedlockMutex (Redlock over N independent servers, refreshes itself every 0.8 ttl), one try per acquire",
-			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "redlock")), redisSemaphoreOptions()...),
+			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "redlock")), redisSemaphoreOptions()...)),
 	}
 }
 
