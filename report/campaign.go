@@ -294,8 +294,8 @@ func CampaignJUnit(s *campaign.Summary) ([]byte, error) {
 	return append([]byte(xml.Header), append(b, '\n')...), nil
 }
 
-// WriteCampaign writes summary.md and junit.xml into dir, beside the summary.json that
-// the campaign wrote.
+// WriteCampaign writes summary.md, junit.xml and index.html into dir, beside the
+// summary.json that the campaign wrote.
 func WriteCampaign(dir string, s *campaign.Summary) error {
 	if err := os.WriteFile(filepath.Join(dir, campaign.MarkdownFile), []byte(CampaignMarkdown(s)), 0o644); err != nil {
 		return fmt.Errorf("write summary: %w", err)
@@ -307,5 +307,5 @@ func WriteCampaign(dir string, s *campaign.Summary) error {
 	if err := os.WriteFile(filepath.Join(dir, campaign.JUnitFile), j, 0o644); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
-	return nil
+	return writeIndex(dir, "campaign", campaignIndexOf(s, filesIn(dir)))
 }

@@ -50,27 +50,35 @@ func DetectionMarkdown(r detection.Result, command string) string {
 	}
 	b.WriteString("| class | detects | found | median time | worst time | median plans | worst plans | shrunk counterexample (first seed) | unconfirmed |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
-		mt, wt := medianWorst(row.Times, func(a, b plan.Duration) bool { return a.D() < b.D() })
-		mp, wp := medianWorst(row.Plans, func(a, b int) bool { return a < b })
-		shrunk := "—"
-		if f := row.Shrunk; f != nil {
-			shrunk = fmt.Sprintf("%d faults, %d clients, %d ops (from %d faults, %d clients, %d ops)", f.Shrunk.Faults, f.Shrunk.Clients, f.Shrunk.Ops, f.Original.Faults, f.Original.Clients, f.Original.Ops)
-		}
-		found := fmt.Sprintf("%d/%d", row.Found, row.Seeds)
-		if row.Found == 0 {
-			fmt.Fprintf(&b, "| %s | %s | %s | — | — | — | — | %s | %d |\n", row.Class, lin.JoinProperties(row.Detect, ", "), found, shrunk, row.Unconfirmed)
-			continue
-		}
-		worst := wt.D().Round(100 * time.Millisecond).String()
-		worstPlans := fmt.Sprint(wp)
-		if row.Found < row.Seeds {
-			worst, worstPlans = "> "+worst+" (missed)", fmt.Sprintf("> %d (missed)", r.MaxRuns)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %s | %s | %d |\n", row.Class, lin.JoinProperties(row.Detect, ", "), found,
-			mt.D().Round(100*time.Millisecond), worst, mp, worstPlans, shrunk, row.Unconfirmed)
+		c := detectionCellsOf(r, row)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", row.Class, c.Detect, c.Found, c.MedianTime, c.WorstTime, c.MedianPlans, c.WorstPlans, c.Shrunk, row.Unconfirmed)
 	}
 	falseAlarmTable(&b, r)
 	return b.String()
+}
+
+// detectionCells is a class's row of the detection table as text, for Markdown and HTML.
+type detectionCells struct {
+	Detect, Found, MedianTime, WorstTime, MedianPlans, WorstPlans, Shrunk string
+}
+
+func detectionCellsOf(r detection.Result, row detection.Row) detectionCells {
+	mt, wt := medianWorst(row.Times, func(a, b plan.Duration) bool { return a.D() < b.D() })
+	mp, wp := medianWorst(row.Plans, func(a, b int) bool { return a < b })
+	c := detectionCells{Detect: lin.JoinProperties(row.Detect, ", "), Found: fmt.Sprintf("%d/%d", row.Found, row.Seeds), Shrunk: "—"}
+	if f := row.Shrunk; f != nil && f.Shrunk != nil {
+		c.Shrunk = fmt.Sprintf("%d faults, %d clients, %d ops (from %d faults, %d clients, %d ops)", f.Shrunk.Faults, f.Shrunk.Clients, f.Shrunk.Ops, f.Original.Faults, f.Original.Clients, f.Original.Ops)
+	}
+	if row.Found == 0 {
+		c.MedianTime, c.WorstTime, c.MedianPlans, c.WorstPlans = "—", "—", "—", "—"
+		return c
+	}
+	c.MedianTime, c.MedianPlans = mt.D().Round(100*time.Millisecond).String(), fmt.Sprint(mp)
+	c.WorstTime, c.WorstPlans = wt.D().Round(100*time.Millisecond).String(), fmt.Sprint(wp)
+	if row.Found < row.Seeds {
+		c.WorstTime, c.WorstPlans = "> "+c.WorstTime+" (missed)", fmt.Sprintf("> %d (missed)", r.MaxRuns)
+	}
+	return c
 }
 
 // falseAlarmTable is the false alarms per implementation, when any were measured.

@@ -13,8 +13,10 @@ import (
 	"github.com/locklab/locklab/matrix"
 )
 
-// WriteMatrix writes matrix.md and matrix.html into dir, beside the matrix.json that
-// matrix.Run wrote.
+// WriteMatrix writes matrix.md, matrix.html and index.html into dir, beside the
+// matrix.json that matrix.Run wrote. matrix.html is the verdict page that links each run's
+// Porcupine page, as it always was; index.html is the directory's page: the same tables,
+// every run's picture and Porcupine page, and a table of all runs.
 func WriteMatrix(dir string, m matrix.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create matrix directory: %w", err)
@@ -29,6 +31,13 @@ func WriteMatrix(dir string, m matrix.Result) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, matrix.HTMLFile), page, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", matrix.HTMLFile, err)
+	}
+	index, err := MatrixIndex(m, dir)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, IndexFile), index, 0o644); err != nil {
+		return fmt.Errorf("write matrix %s: %w", IndexFile, err)
 	}
 	return nil
 }
@@ -83,11 +92,13 @@ type rowView struct {
 
 type cellView struct {
 	Summary, Class, Link, Title, Note string // Note: superscript note number, or ""
+	Impl                              string
 	Runs                              []runView
 }
 
 type runView struct {
 	Label, Link, Class, Title string
+	Files                     runLinks // index.html only
 }
 
 type noteView struct {
@@ -98,8 +109,8 @@ type noteView struct {
 }
 
 // matrixViewOf lays the matrix out, with links to the runs (relative to the matrix
-// directory) or without any.
-func matrixViewOf(m matrix.Result, links bool) matrixView {
+// directory) or without any; with has, each run's files that exist (for index.html).
+func matrixViewOf(m matrix.Result, links bool, has files) matrixView {
 	prefix := ""
 	v := matrixView{Title: "Verdict matrix", Meta: m.Meta, Intro: matrixIntro(m), Legend: append(slices.Clone(matrixLegend), linkLegend(links))}
 	notes := map[string]int{}
@@ -125,11 +136,11 @@ func matrixViewOf(m matrix.Result, links bool) matrixView {
 			for _, i := range m.Impls {
 				c, ok := m.Cell(s.Name, i.Name, fencing)
 				if !ok {
-					row.Cells = append(row.Cells, cellView{Summary: "", Class: "pending"})
+					row.Cells = append(row.Cells, cellView{Summary: "", Class: "pending", Impl: i.Name})
 					continue
 				}
 				where := c.Impl + " × " + c.Scenario
-				cv := cellView{Summary: c.Summary(), Class: c.Class(), Title: c.Reason}
+				cv := cellView{Summary: c.Summary(), Class: c.Class(), Title: c.Reason, Impl: c.Impl}
 				if l := c.Link(); l != "" && links {
 					cv.Link = prefix + l
 				}
@@ -144,6 +155,9 @@ func matrixViewOf(m matrix.Result, links bool) matrixView {
 					rv := runView{Label: fmt.Sprint(r.Index), Class: r.Class(), Title: runTitle(r)}
 					if links {
 						rv.Link = prefix + r.Link
+					}
+					if has != nil {
+						rv.Files = has.runOf(r.Dir)
 					}
 					cv.Runs = append(cv.Runs, rv)
 					if r.Error != "" {
@@ -201,7 +215,7 @@ func runTitle(r matrix.CellRun) string {
 // directory (for matrix.md); without, nothing links outside the document (for a copy in
 // the repository, whose runs are not in it).
 func MatrixMarkdown(m matrix.Result, links bool) string {
-	v := matrixViewOf(m, links)
+	v := matrixViewOf(m, links, nil)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", v.Intro)
 	for _, t := range v.Tables {
@@ -265,23 +279,14 @@ func superscript(n int) string {
 // MatrixHTML is the matrix as a self-contained page: coloured cells, every run linked.
 func MatrixHTML(m matrix.Result) ([]byte, error) {
 	var b bytes.Buffer
-	if err := matrixPage.Execute(&b, matrixViewOf(m, true)); err != nil {
+	if err := matrixPage.Execute(&b, matrixViewOf(m, true, nil)); err != nil {
 		return nil, fmt.Errorf("render %s: %w", matrix.HTMLFile, err)
 	}
 	return b.Bytes(), nil
 }
 
 var matrixPage = template.Must(template.New("matrix").Funcs(template.FuncMap{
-	"md": func(s string) template.HTML { // the intro's `command` and **bold**, nothing else
-		s = template.HTMLEscapeString(s)
-		for _, m := range []struct{ mark, open, close string }{{"`", "<code>", "</code>"}, {"**", "<strong>", "</strong>"}} {
-			for strings.Count(s, m.mark) >= 2 {
-				s = strings.Replace(s, m.mark, m.open, 1)
-				s = strings.Replace(s, m.mark, m.close, 1)
-			}
-		}
-		return template.HTML(s)
-	},
+	"md": inlineMarkdown, // the intro's `command` and **bold**, nothing else
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>

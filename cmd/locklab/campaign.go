@@ -33,8 +33,9 @@ fencing mode and up to --max-faults faults of every kind available, timed relati
 TTL or triggered at a client's point), runs each on real Redis and checks it, until
 --duration ends or --max-runs plans ran. A failing plan is re-run to confirm it, then
 shrunk by rapid (each candidate confirmed by re-running it); the smallest confirmed plan
-is saved as failures/NNNNN/plan.json with its report. It writes summary.json, summary.md
-and junit.xml into --out, also when interrupted (Ctrl-C).
+is saved as failures/NNNNN/plan.json with its report. It writes summary.json, summary.md,
+junit.xml and index.html (the page linking every failing run's timeline.svg and
+history.html) into --out, also when interrupted (Ctrl-C).
 
 A violation of a property the models say holds for the plan (a safe configuration, e.g.
 P2 for fenced with fencing full when no fault can lose the fence counter) fails the
@@ -125,7 +126,7 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 	f.IntVar(&maxFaults, "max-faults", campaign.DefaultMaxFaults, "faults per plan at most")
 	f.BoolVar(&calm, "calm", false, "only calm workloads: work at most a quarter of the TTL")
 	f.Int64Var(&seed, "seed", 0, "campaign seed (default: from the time, printed); the same seed draws the same plans")
-	f.StringVar(&o.Out, "out", "out/campaign", "output directory: runs/, failures/, summary.json, summary.md, junit.xml")
+	f.StringVar(&o.Out, "out", "out/campaign", "output directory: runs/, failures/, summary.json, summary.md, junit.xml, index.html")
 	f.IntVar(&o.Parallel, "parallel", 1, "plans run at once")
 	f.StringVar(&shard, "shard", "", "run shard i/n of the plan sequence (0 ≤ i < n), for splitting a campaign across runners")
 	f.IntVar(&o.Confirm, "confirm", campaign.DefaultConfirm, "re-runs that confirm a failing plan (and each shrink candidate); 0: none and no shrinking")
@@ -158,9 +159,9 @@ func newCampaignMergeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "merge DIR...",
 		Short: "Merge the summaries of campaign shards (or campaigns) into one",
-		Long: `Merge reads DIR/summary.json of each directory and writes one summary.json, summary.md
-and junit.xml into --out, with counts added up, the earliest first violations, and paths
-relative to --out. Exit status as for campaign.`,
+		Long: `Merge reads DIR/summary.json of each directory and writes one summary.json, summary.md,
+junit.xml and index.html into --out, with counts added up, the earliest first violations,
+and paths (and the page's links) relative to --out. Exit status as for campaign.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {
 			sums := make([]*campaign.Summary, len(dirs))
@@ -249,7 +250,8 @@ func printCampaignSummary(w io.Writer, out string, s *campaign.Summary) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%d safe-configuration violations, %d findings; summary %s\n", s.SafeViolations, s.Findings, filepath.Join(out, campaign.MarkdownFile))
+	fmt.Fprintf(w, "%d safe-configuration violations, %d findings; summary %s, page %s\n", s.SafeViolations, s.Findings,
+		filepath.Join(out, campaign.MarkdownFile), filepath.Join(out, report.IndexFile))
 }
 
 func campaignProps(ps []linearizability.Property) string {

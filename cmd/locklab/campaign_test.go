@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/report"
 )
 
 // TestCampaignFlagErrorsNameTheFlag: bad campaign and replay input exits 2 and says which
@@ -76,9 +77,21 @@ func TestCampaignThenReplay(t *testing.T) {
 			saved = filepath.Join(out, f.Saved)
 		}
 	}
-	for _, name := range []string{campaign.MarkdownFile, campaign.JUnitFile} {
+	for _, name := range []string{campaign.MarkdownFile, campaign.JUnitFile, report.IndexFile} {
 		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
 			t.Error(err)
+		}
+	}
+	// The page links the failing runs' pictures and Porcupine pages, relative to it.
+	page, err := os.ReadFile(filepath.Join(out, report.IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range sum.Failures {
+		for _, name := range []string{"timeline.svg", "history.html"} {
+			if href := f.Dir + "/" + name; !strings.Contains(string(page), `href="`+href+`"`) {
+				t.Errorf("index.html does not link %s:\n%s", href, page)
+			}
 		}
 	}
 	if saved == "" {
@@ -125,5 +138,8 @@ func TestCampaignInterruptedWritesTheSummary(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, campaign.JUnitFile)); err != nil {
 		t.Errorf("junit.xml: %v", err)
+	}
+	if page, err := os.ReadFile(filepath.Join(out, report.IndexFile)); err != nil || !strings.Contains(string(page), "(interrupted)") {
+		t.Errorf("index.html (%v) does not say the campaign was interrupted:\n%s", err, page)
 	}
 }

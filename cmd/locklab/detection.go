@@ -42,9 +42,11 @@ size of the first seed's counterexample (with --shrink), the detections that did
 reproduce, and per correct implementation the false alarms of fault-free calm plans,
 run until --claimed-pairs (plan, property) pairs that an expectation rule claims were
 decided (--impl: of these only). --seeds 0 measures false alarms only. It writes
-detection.json and detection.md to --out; with --markdown FILE the table replaces what
-is between the lines <!-- MARKER:begin --> and <!-- MARKER:end --> in FILE (--marker,
-default detection).
+detection.json, detection.md and index.html (the tables, linking each search's own
+index.html in <class>/<seed>/ and fault-free/<impl>/<seed>/, and the run of each first
+detection) to --out; with --markdown FILE the table replaces what is between the
+lines <!-- MARKER:begin --> and <!-- MARKER:end --> in FILE (--marker, default
+detection).
 
 Exit status: 0 every class was found by every seed and there was no false alarm, 1 a
 class was missed or a false alarm seen, 2 an error or an interruption.`,
@@ -114,6 +116,9 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 				return &statusError{exitError, err}
 			}
 			if err := os.WriteFile(filepath.Join(o.Out, "detection.md"), []byte(md), 0o644); err != nil {
+				return &statusError{exitError, err}
+			}
+			if err := report.WriteDetectionIndex(o.Out, res, commandLine(cmd)); err != nil {
 				return &statusError{exitError, err}
 			}
 			fmt.Fprint(cmd.OutOrStdout(), md)

@@ -36,7 +36,8 @@ func newMatrixCmd() *cobra.Command {
 		Long: `Matrix runs every implementation of the registry on every scenario of the catalog
 (the fault-free baseline first) with each fencing mode, R times per cell with seeds
 the scenario's seed + 0 … R-1, each run on servers of its own. It writes matrix.json,
-matrix.md and matrix.html to --out, with every run's report under
+matrix.md, matrix.html and index.html (the tables with every run's timeline.svg and
+history.html linked) to --out, with every run's report under
 runs/<scenario>/<impl>/<fencing>/<run>/. A cell shows, per property, how many of the R
 runs violated it; nothing in the table is written by hand.
 
@@ -98,9 +99,10 @@ finished are written, marked incomplete, and FILE is left alone).`,
 				if rerr := report.WriteMatrix(out, res); rerr != nil {
 					return &statusError{exitError, rerr}
 				}
-				fmt.Fprintf(w, "matrix: %d of %d runs in %s, %d failed to run; wrote %s, %s, %s\n",
+				fmt.Fprintf(w, "matrix: %d of %d runs in %s, %d failed to run; wrote %s, %s, %s, %s\n",
 					res.Meta.Runs, res.Meta.Planned, time.Since(start).Round(time.Second), res.Meta.Errors,
-					filepath.Join(out, matrix.MarkdownFile), filepath.Join(out, matrix.JSONFile), filepath.Join(out, matrix.HTMLFile))
+					filepath.Join(out, matrix.MarkdownFile), filepath.Join(out, matrix.JSONFile), filepath.Join(out, matrix.HTMLFile),
+					filepath.Join(out, report.IndexFile))
 			}
 			if err != nil {
 				if readme != "" {
@@ -128,7 +130,7 @@ finished are written, marked incomplete, and FILE is left alone).`,
 	f.IntVar(&repeat, "repeat", 1, "runs per cell (R); seeds are each scenario's seed + 0 … R-1")
 	f.IntVar(&parallel, "parallel", 1, "runs at the same time, each on servers of its own")
 	f.IntVar(&nodes, "nodes", 5, "servers when an implementation for independent nodes (Redlock) plays a single-server scenario")
-	f.StringVar(&out, "out", filepath.Join("out", "matrix"), "directory for matrix.json, matrix.md, matrix.html and the runs")
+	f.StringVar(&out, "out", filepath.Join("out", "matrix"), "directory for matrix.json, matrix.md, matrix.html, index.html and the runs")
 	f.StringVar(&readme, "readme", "", "Markdown file whose table between "+matrixBegin+" and "+matrixEnd+" is replaced")
 	f.DurationVar(&checkTimeout, "check-timeout", 0, "checker timeout per property (0: default); a timeout shows as ?, never as a pass")
 	return cmd

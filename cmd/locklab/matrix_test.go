@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/report"
 )
 
 func TestReplaceMatrixBlock(t *testing.T) {
@@ -106,6 +108,16 @@ func TestMatrixUpdatesReadme(t *testing.T) {
 	for _, want := range []string{"Produced by `locklab matrix --fencing off --impl setnx --out " + out, "| baseline | ✓ |", "matrix.html in the matrix's output directory links every run"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("README lacks %q:\n%s", want, text)
+		}
+	}
+	// The matrix's own page links the run's picture and Porcupine page.
+	page, err := os.ReadFile(filepath.Join(out, report.IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, href := range []string{"runs/baseline/setnx/off/0/timeline.svg", "runs/baseline/setnx/off/0/history.html"} {
+		if !strings.Contains(string(page), `href="`+href+`"`) {
+			t.Errorf("index.html does not link %s:\n%s", href, page)
 		}
 	}
 	// Nothing in the document links to the runs, which are not part of it.
