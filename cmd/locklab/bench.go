@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/locklab/locklab/internal/jsonfile"
+	"github.com/locklab/locklab/internal/mdblock"
 	"github.com/locklab/locklab/jobsbench"
 	"github.com/locklab/locklab/report"
 )
@@ -61,7 +62,7 @@ interruption.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if markdown != "" {
-				if err := checkBlock(markdown, jobsBegin, jobsEnd); err != nil {
+				if err := mdblock.Check(markdown, jobsBegin, jobsEnd); err != nil {
 					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
 				}
 			}
@@ -96,7 +97,7 @@ interruption.`,
 			}
 			fmt.Fprint(cmd.OutOrStdout(), md)
 			if markdown != "" {
-				if err := updateBlock(markdown, md, jobsBegin, jobsEnd); err != nil {
+				if err := mdblock.Update(markdown, md, jobsBegin, jobsEnd); err != nil {
 					return &statusError{exitError, err}
 				}
 			}

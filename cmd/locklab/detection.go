@@ -16,6 +16,7 @@ import (
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
 	"github.com/locklab/locklab/internal/jsonfile"
+	"github.com/locklab/locklab/internal/mdblock"
 	"github.com/locklab/locklab/report"
 )
 
@@ -60,7 +61,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 			}
 			begin, end := "<!-- "+marker+":begin -->", "<!-- "+marker+":end -->"
 			if markdown != "" {
-				if err := checkBlock(markdown, begin, end); err != nil {
+				if err := mdblock.Check(markdown, begin, end); err != nil {
 					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
 				}
 			}
@@ -126,7 +127,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 				return &statusError{exitError, fmt.Errorf("interrupted: %w", context.Canceled)}
 			}
 			if markdown != "" {
-				if err := updateBlock(markdown, md, begin, end); err != nil {
+				if err := mdblock.Update(markdown, md, begin, end); err != nil {
 					return &statusError{exitError, err}
 				}
 			}

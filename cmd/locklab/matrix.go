@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/locklab/locklab/internal/mdblock"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
 )
@@ -58,11 +58,7 @@ finished are written, marked incomplete, and FILE is left alone).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if readme != "" {
 				// Before hours of runs, not after.
-				data, err := os.ReadFile(readme)
-				if err != nil {
-					return &statusError{exitError, fmt.Errorf("flag --readme: %w", err)}
-				}
-				if _, err := replaceMatrixBlock(data, "", readme); err != nil {
+				if err := mdblock.Check(readme, matrixBegin, matrixEnd); err != nil {
 					return &statusError{exitError, fmt.Errorf("flag --readme: %w", err)}
 				}
 			}
@@ -228,96 +224,5 @@ func (p *progress) end() {
 // updateReadme replaces the matrix table in the Markdown file readme with res, without
 // links: the runs are under the output directory, not part of the document.
 func updateReadme(readme string, res matrix.Result) error {
-	data, err := os.ReadFile(readme)
-	if err != nil {
-		return fmt.Errorf("update %s: %w", readme, err)
-	}
-	doc, err := replaceMatrixBlock(data, report.MatrixMarkdown(res, false), readme)
-	if err != nil {
-		return err
-	}
-	fi, err := os.Stat(readme)
-	if err != nil {
-		return fmt.Errorf("update %s: %w", readme, err)
-	}
-	if err := os.WriteFile(readme, doc, fi.Mode().Perm()); err != nil {
-		return fmt.Errorf("update %s: %w", readme, err)
-	}
-	return nil
-}
-
-// replaceMatrixBlock puts block between the marker lines of doc (name is the file, for
-// errors): exactly one begin line, then exactly one end line after it.
-func replaceMatrixBlock(doc []byte, block, name string) ([]byte, error) {
-	return replaceBlock(doc, block, name, matrixBegin, matrixEnd)
-}
-
-// checkBlock reports whether the Markdown file path has the marker lines, before a long
-// run that would write between them.
-func checkBlock(path, beginMarker, endMarker string) error {
-	data, err := os.ReadFile(path)
-	if err == nil {
-		_, err = replaceBlock(data, "", path, beginMarker, endMarker)
-	}
-	return err
-}
-
-// updateBlock puts block between the marker lines of the Markdown file path.
-func updateBlock(path, block, beginMarker, endMarker string) error {
-	data, err := os.ReadFile(path)
-	if err == nil {
-		data, err = replaceBlock(data, block, path, beginMarker, endMarker)
-	}
-	if err == nil {
-		err = os.WriteFile(path, data, 0o644)
-	}
-	if err != nil {
-		return fmt.Errorf("update %s: %w", path, err)
-	}
-	return nil
-}
-
-// replaceBlock replaces what lies between the line beginMarker and the line endMarker of
-// doc (named name in errors) with block; the marker lines stay.
-func replaceBlock(doc []byte, block, name, beginMarker, endMarker string) ([]byte, error) {
-	lines := bytes.SplitAfter(doc, []byte("\n"))
-	begin, end := -1, -1
-	for i, l := range lines {
-		switch strings.TrimSpace(string(l)) {
-		case beginMarker:
-			if begin >= 0 {
-				return nil, fmt.Errorf("%s: line %s appears twice (lines %d and %d)", name, beginMarker, begin+1, i+1)
-			}
-			begin = i
-		case endMarker:
-			if end >= 0 {
-				return nil, fmt.Errorf("%s: line %s appears twice (lines %d and %d)", name, endMarker, end+1, i+1)
-			}
-			end = i
-		}
-	}
-	switch {
-	case begin < 0 && end < 0:
-		return nil, fmt.Errorf("%s: no markers: the text goes between a line %s and a line %s", name, beginMarker, endMarker)
-	case begin < 0:
-		return nil, fmt.Errorf("%s: no line %s before %s (line %d)", name, beginMarker, endMarker, end+1)
-	case end < 0:
-		return nil, fmt.Errorf("%s: no line %s after %s (line %d)", name, endMarker, beginMarker, begin+1)
-	case end < begin:
-		return nil, fmt.Errorf("%s: %s (line %d) comes before %s (line %d)", name, endMarker, end+1, beginMarker, begin+1)
-	}
-	var b bytes.Buffer
-	for _, l := range lines[:begin+1] {
-		b.Write(l)
-	}
-	if !bytes.HasSuffix(lines[begin], []byte("\n")) {
-		b.WriteByte('\n') // cannot happen: the end line follows
-	}
-	if block != "" {
-		b.WriteString("\n" + strings.TrimRight(block, "\n") + "\n\n")
-	}
-	for _, l := range lines[end:] {
-		b.Write(l)
-	}
-	return b.Bytes(), nil
+	return mdblock.Update(readme, report.MatrixMarkdown(res, false), matrixBegin, matrixEnd)
 }

@@ -11,34 +11,6 @@ import (
 	"github.com/locklab/locklab/report"
 )
 
-func TestReplaceMatrixBlock(t *testing.T) {
-	doc := "# Title\n\nBefore.\n\n<!-- matrix:begin -->\nold table\nmore\n<!-- matrix:end -->\n\nAfter.\n"
-	got, err := replaceMatrixBlock([]byte(doc), "| new | table |\n", "README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "# Title\n\nBefore.\n\n<!-- matrix:begin -->\n\n| new | table |\n\n<!-- matrix:end -->\n\nAfter.\n"
-	if string(got) != want {
-		t.Fatalf("got\n%s\nwant\n%s", got, want)
-	}
-	// Replacing again changes nothing but the table.
-	again, err := replaceMatrixBlock(got, "| new | table |\n", "README.md")
-	if err != nil || string(again) != want {
-		t.Fatalf("second replacement: %v\n%s", err, again)
-	}
-	for _, c := range []struct{ doc, want string }{
-		{"no markers\n", "docs/README.md: no markers"},
-		{"<!-- matrix:begin -->\n", "docs/README.md: no line <!-- matrix:end --> after <!-- matrix:begin --> (line 1)"},
-		{"x\n<!-- matrix:end -->\n", "docs/README.md: no line <!-- matrix:begin --> before <!-- matrix:end --> (line 2)"},
-		{"<!-- matrix:end -->\n<!-- matrix:begin -->\n", "comes before"},
-		{"<!-- matrix:begin -->\n<!-- matrix:begin -->\n<!-- matrix:end -->\n", "appears twice (lines 1 and 2)"},
-	} {
-		if _, err := replaceMatrixBlock([]byte(c.doc), "t", "docs/README.md"); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: err %v, want %q", c.doc, err, c.want)
-		}
-	}
-}
-
 func TestMatrixBadFlags(t *testing.T) {
 	dir := t.TempDir()
 	noMarkers := filepath.Join(dir, "README.md")

@@ -14,6 +14,7 @@ import (
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/report/tutorial"
 	"github.com/locklab/locklab/runner"
 )
 
@@ -40,8 +41,8 @@ tla/testdata. ` + "`make docs`" + ` runs it.`,
 			if err != nil {
 				return &statusError{exitError, fmt.Errorf("flags --doc and --pictures: %w", err)}
 			}
-			t := &report.Tutorial{
-				Run: func(source string, settings []string) (*report.Experiment, error) {
+			t := &tutorial.Tutorial{
+				Run: func(source string, settings []string) (*tutorial.Experiment, error) {
 					return o.experiment(cmd, reg, source, settings)
 				},
 				Pictures: o.pictures, Link: filepath.ToSlash(link), Root: o.root,
@@ -75,7 +76,7 @@ type tutorialOptions struct {
 }
 
 // experiment runs one experiment of the tutorial, repeat times per fencing mode.
-func (o tutorialOptions) experiment(cmd *cobra.Command, reg *lockimpl.Registry, source string, settings []string) (*report.Experiment, error) {
+func (o tutorialOptions) experiment(cmd *cobra.Command, reg *lockimpl.Registry, source string, settings []string) (*tutorial.Experiment, error) {
 	e, p, err := o.prepare(reg, source, settings)
 	if err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func (o tutorialOptions) experiment(cmd *cobra.Command, reg *lockimpl.Registry, 
 			}
 			var story strings.Builder
 			report.Narrate(&story, h)
-			e.Runs[mode] = append(e.Runs[mode], report.ExperimentRun{Dir: run, Result: rep.Result, Narration: story.String()})
+			e.Runs[mode] = append(e.Runs[mode], tutorial.ExperimentRun{Dir: run, Result: rep.Result, Narration: story.String()})
 		}
 	}
 	return e, nil
@@ -112,7 +113,7 @@ func (o tutorialOptions) experiment(cmd *cobra.Command, reg *lockimpl.Registry, 
 // prepare reads an experiment's plan: source (a catalog scenario, or a plan file when it
 // ends in .json) with settings laid over it; the experiment has its name, command and
 // fencing modes, and no runs yet.
-func (o tutorialOptions) prepare(reg *lockimpl.Registry, source string, settings []string) (*report.Experiment, plan.Plan, error) {
+func (o tutorialOptions) prepare(reg *lockimpl.Registry, source string, settings []string) (*tutorial.Experiment, plan.Plan, error) {
 	where := fmt.Sprintf("experiment %q", source)
 	var (
 		p       plan.Plan
@@ -129,7 +130,7 @@ func (o tutorialOptions) prepare(reg *lockimpl.Registry, source string, settings
 	if err != nil {
 		return nil, p, fmt.Errorf("%s: %w", where, err)
 	}
-	e := &report.Experiment{Name: p.Name, Description: p.Description, Runs: map[string][]report.ExperimentRun{}}
+	e := &tutorial.Experiment{Name: p.Name, Description: p.Description, Runs: map[string][]tutorial.ExperimentRun{}}
 	var set []string
 	for _, kv := range settings {
 		key, val, ok := strings.Cut(kv, "=")

@@ -9,7 +9,7 @@ import (
 
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/locks"
-	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/report/tutorial"
 	"github.com/locklab/locklab/timeline"
 )
 
@@ -28,8 +28,8 @@ func TestTutorialTemplateExecutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := map[string]bool{}
-	tu := &report.Tutorial{
-		Run: func(source string, settings []string) (*report.Experiment, error) {
+	tu := &tutorial.Tutorial{
+		Run: func(source string, settings []string) (*tutorial.Experiment, error) {
 			e, _, err := o.prepare(reg, source, settings)
 			if err != nil {
 				return nil, err
@@ -39,7 +39,7 @@ func TestTutorialTemplateExecutes(t *testing.T) {
 			}
 			names[e.Name] = true
 			for _, f := range e.Fencings {
-				e.Runs[f] = []report.ExperimentRun{{Dir: svg, Result: lin.Result{Verdict: lin.OK}}}
+				e.Runs[f] = []tutorial.ExperimentRun{{Dir: svg, Result: lin.Result{Verdict: lin.OK}}}
 			}
 			return e, nil
 		},
