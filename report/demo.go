@@ -1,9 +1,7 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
-	"html/template"
 
 	lin "github.com/locklab/locklab/linearizability"
 )
@@ -58,11 +56,7 @@ func DemoHTML(d Demo) ([]byte, error) {
 		}
 		view.Views = append(view.Views, v)
 	}
-	var b bytes.Buffer
-	if err := demoPage.Execute(&b, view); err != nil {
-		return nil, fmt.Errorf("render the demo page of %s: %w", d.Scenario, err)
-	}
-	return b.Bytes(), nil
+	return renderPage("demo", view)
 }
 
 // verdictClass is a verdict's CSS class on the pages.
@@ -78,20 +72,14 @@ func verdictClass(v lin.Verdict) string {
 	return "ok"
 }
 
-var demoPage = template.Must(template.New("demo").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>locklab demo: {{.Scenario}}</title>
-<style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+// demoPage is the demo's page, on the stylesheet of the index pages; the runs stand in
+// columns on a wide screen and one under the other on a narrow one.
+const demoPage = `{{define "demo"}}{{template "head" (print "locklab demo: " .Scenario)}}<style>
 .runs { display: grid; grid-template-columns: repeat({{len .Views}}, minmax(0, 1fr)); gap: 1.5em; }
 @media (max-width: 1400px) { .runs { grid-template-columns: minmax(0, 1fr); } }
-.run h2 { margin: .2em 0; }
 object.timeline { width: 100%; border: 1px solid #ccc; }
-table { border-collapse: collapse; margin: .5em 0; }
-td, th { border: 1px solid #bbb; padding: .25em .5em; text-align: left; vertical-align: top; }
-.ok { background: #d4edda; } .illegal { background: #f8d7da; } .unknown { background: #fff3cd; } .na { background: #eee; }
-pre { white-space: pre-wrap; font-size: 12px; background: #f6f6f6; padding: .5em; }
-code { background: #f0f0f0; padding: 0 .2em; }
-</style></head><body>
+pre.narration { white-space: pre-wrap; font-size: 12px; background: #f6f6f6; padding: .5em; }
+</style>
 <main id="demo" data-scenario="{{.Scenario}}">
 <h1>{{.Scenario}}</h1>
 <p class="description">{{.Description}}</p>
@@ -109,5 +97,5 @@ code { background: #f0f0f0; padding: 0 .2em; }
 </section>
 {{end}}</div>
 </main>
-</body></html>
-`))
+{{template "foot"}}{{end}}
+`

@@ -140,7 +140,7 @@ const pageLayout = `{{define "head"}}<!DOCTYPE html>
 var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 	"md":    inlineMarkdown,
 	"style": func() template.CSS { return template.CSS(pageStyle) },
-}).Parse(pageLayout + matrixIndexPage + campaignIndexPage + detectionIndexPage))
+}).Parse(pageLayout + matrixIndexPage + campaignIndexPage + detectionIndexPage + demoPage))
 
 // renderPage executes the named page template on data.
 func renderPage(name string, data any) ([]byte, error) {
