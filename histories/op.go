@@ -3,7 +3,11 @@
 package histories
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -159,6 +163,33 @@ func (w FaultWindow) Validate() error {
 		return fmt.Errorf("end %d before start %d", w.End, w.Start)
 	}
 	return nil
+}
+
+// Client is the client a window's target names: "client:N", or the client side of one
+// of its links ("client:N->lock-0"); the older form "client N" too.
+func (w FaultWindow) Client() (int, bool) {
+	t, _, _ := strings.Cut(w.Target, "->")
+	rest, ok := strings.CutPrefix(t, "client:")
+	if !ok {
+		if rest, ok = strings.CutPrefix(t, "client "); !ok {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(rest))
+	return n, err == nil && n >= 0
+}
+
+// ByCall returns the indices of ops in call order (then return, then index), leaving ops
+// as they are.
+func ByCall(ops []Op) []int {
+	idx := make([]int, len(ops))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(ops[a].Call, ops[b].Call), cmp.Compare(ops[a].Return, ops[b].Return))
+	})
+	return idx
 }
 
 // Meta describes the run a history came from: what the checkers need to know offline.

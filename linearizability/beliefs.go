@@ -37,7 +37,7 @@ func beliefs(h histories.History) map[string][]belief {
 			delete(open, s)
 		}
 	}
-	for _, i := range byCall(h.Ops) {
+	for _, i := range histories.ByCall(h.Ops) {
 		op := h.Ops[i]
 		s := slot{op.Key, op.Process}
 		switch {
@@ -76,14 +76,26 @@ func historyEnd(h histories.History) int64 {
 	return end
 }
 
-// byCall returns the indices of ops in call order (then return, then index), leaving ops as is.
-func byCall(ops []histories.Op) []int {
-	idx := make([]int, len(ops))
-	for i := range idx {
-		idx[i] = i
+// Belief is one belief of a history (see belief): what a picture of the run draws.
+type Belief struct {
+	Key        string
+	Process    int   // the believer: the lock process
+	Acquire    int   // index in History.Ops of the acquire ok that started it
+	Start, End int64 // the acquire's return; the call of what ended it, or the history's end
+	Ender      int   // index of the operation that ended it, -1 if it lasted to the end
+}
+
+// Beliefs lists every belief of h, ordered by start: the stretches the checkers hold P1
+// to.
+func Beliefs(h histories.History) []Belief {
+	var out []Belief
+	for _, bs := range beliefs(h) {
+		for _, b := range bs {
+			out = append(out, Belief{Key: b.key, Process: b.believer, Acquire: b.acquire, Start: b.start, End: b.end, Ender: b.ender})
+		}
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		return cmp.Or(cmp.Compare(ops[a].Call, ops[b].Call), cmp.Compare(ops[a].Return, ops[b].Return))
+	slices.SortFunc(out, func(a, b Belief) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Acquire, b.Acquire))
 	})
-	return idx
+	return out
 }

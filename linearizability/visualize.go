@@ -2,7 +2,6 @@ package linearizability
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/anishathalye/porcupine"
@@ -161,7 +160,7 @@ func (c *checker) annotations(res Result) []porcupine.Annotation {
 		}
 		a := porcupine.Annotation{Tag: "faults", Start: w.Start, End: wEnd, Description: desc, Details: details, BackgroundColor: "#ffe0b2"}
 		out = append(out, a)
-		if client, ok := targetClient(w.Target); ok {
+		if client, ok := w.Client(); ok {
 			for _, s := range spans {
 				if s.client == client && s.first <= wEnd && w.Start <= s.last {
 					a.Tag, a.ClientId, a.Description = "", s.lane, w.Kind
@@ -181,18 +180,4 @@ func (c *checker) annotations(res Result) []porcupine.Annotation {
 		})
 	}
 	return out
-}
-
-// targetClient is the client a fault target names: "client:N", or one of its links
-// ("client:N->lock-0"); the older form "client N" too.
-func targetClient(target string) (int, bool) {
-	rest, ok := strings.CutPrefix(target, "client:")
-	if !ok {
-		if rest, ok = strings.CutPrefix(target, "client "); !ok {
-			return 0, false
-		}
-	}
-	rest, _, _ = strings.Cut(rest, "->")
-	n, err := strconv.Atoi(strings.TrimSpace(rest))
-	return n, err == nil && n >= 0
 }

@@ -86,12 +86,3 @@ func TestHTMLWriteError(t *testing.T) {
 		t.Errorf("the result should be complete without an HTML path: %+v", res)
 	}
 }
-
-func TestTargetClient(t *testing.T) {
-	for target, want := range map[string]int{"client 0": 0, "client 12": 12, "client:3": 3, "client:1->lock-0": 1, "client:x": -1, "redis 0": -1, "client x": -1, "client -1": -1} {
-		n, ok := targetClient(target)
-		if (ok && n != want) || (!ok && want != -1) {
-			t.Errorf("targetClient(%q) = %d, %v; want %d", target, n, ok, want)
-		}
-	}
-}

@@ -121,7 +121,7 @@ func build(run Run) *model {
 		m.title = fmt.Sprintf("%s · fencing %s", cmp.Or(h.Meta.Impl, "run"), cmp.Or(h.Meta.Fencing, run.Result.Fencing, "?"))
 	}
 	m.end = historyEnd(h)
-	order := byCall(h.Ops)
+	order := histories.ByCall(h.Ops)
 	keys := map[string]bool{}
 	for _, op := range h.Ops {
 		if op.Kind.IsLock() || op.Kind.IsStore() {
@@ -131,7 +131,7 @@ func build(run Run) *model {
 	m.multiKey = len(keys) > 1
 	m.clients = clientLanes(h)
 	m.servers = serverLanes(h)
-	bs := beliefsOf(h.Ops, order, m.end)
+	bs := beliefsOf(h, m.end)
 	leases, notes := leasesOf(h, order, m.servers, m.end)
 	m.notes = notes
 	quorum := quorumOf(h.Meta.Topology, len(m.servers))
@@ -185,18 +185,6 @@ func historyEnd(h histories.History) int64 {
 	return end
 }
 
-// byCall returns the indices of ops in call order (then return, then index).
-func byCall(ops []histories.Op) []int {
-	idx := make([]int, len(ops))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		return cmp.Or(cmp.Compare(ops[a].Call, ops[b].Call), cmp.Compare(ops[a].Return, ops[b].Return))
-	})
-	return idx
-}
-
 // clientLanes has one lane per client from 0 to the largest id in the ops or a
 // client:N fault target (the job queue's producer is one more client).
 func clientLanes(h histories.History) []clientLane {
@@ -205,7 +193,7 @@ func clientLanes(h histories.History) []clientLane {
 		n = max(n, op.Client)
 	}
 	for _, f := range h.Faults {
-		if c, ok := clientTarget(f.Target); ok {
+		if c, ok := f.Client(); ok && c < 1000 {
 			n = max(n, c)
 		}
 	}
@@ -214,17 +202,6 @@ func clientLanes(h histories.History) []clientLane {
 		lanes[i].client = i
 	}
 	return lanes
-}
-
-// clientTarget reads "client:N" (or the client side of a link "client:N->x").
-func clientTarget(t string) (int, bool) {
-	t, _, _ = strings.Cut(t, "->")
-	s, ok := strings.CutPrefix(t, "client:")
-	if !ok {
-		return 0, false
-	}
-	c, err := strconv.Atoi(s)
-	return c, err == nil && c >= 0 && c < 1000
 }
 
 // serverLanes are Meta.Servers in order; an older history without them has lock-0 and
@@ -255,40 +232,20 @@ func serverLanes(h histories.History) []serverLane {
 	return lanes
 }
 
-// beliefsOf follows linearizability's rule: acquire ok starts a belief (again while
-// believing: still one), release, failed extend and crash end it at their call; an
-// extend of unknown outcome ends nothing.
-func beliefsOf(ops []histories.Op, order []int, end int64) []belief {
-	type slot struct {
-		key      string
-		believer int
-	}
-	open := map[slot]int{} // index into out
+// beliefsOf is linearizability's beliefs, those the checkers hold P1 to, as drawn: one
+// lasting to the end of the history lasts to the end of the picture.
+func beliefsOf(h histories.History, end int64) []belief {
 	var out []belief
-	for _, i := range order {
-		op := ops[i]
-		s := slot{op.Key, op.Process}
-		j, believing := open[s]
-		switch {
-		case !op.Kind.IsLock():
-		case op.Kind == histories.Acquire && op.Outcome == histories.OK:
-			if !believing {
-				open[s] = len(out)
-				out = append(out, belief{process: op.Process, client: op.Client, key: op.Key, fence: op.Output.Fence, granted: op.Call, start: op.Return, end: -1})
-			}
-		case op.Kind == histories.Extend && op.Outcome != histories.Fail:
-		case op.Kind == histories.Acquire:
-		case believing:
-			out[j].end, out[j].ender = op.Call, op.Kind
-			delete(open, s)
+	for _, b := range linearizability.Beliefs(h) {
+		acq := h.Ops[b.Acquire]
+		d := belief{process: b.Process, client: acq.Client, key: b.Key, fence: acq.Output.Fence, granted: acq.Call, start: b.Start, end: b.End}
+		if b.Ender < 0 {
+			d.end = max(end, b.Start)
+		} else {
+			d.ender = h.Ops[b.Ender].Kind
 		}
+		out = append(out, d)
 	}
-	for i := range out {
-		if out[i].end < 0 {
-			out[i].end = max(end, out[i].start)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b belief) int { return cmp.Compare(a.start, b.start) })
 	return out
 }
 
@@ -445,7 +402,7 @@ func (m *model) placeFaults(ws []histories.FaultWindow) {
 		}
 		from, to, link := strings.Cut(w.Target, "->")
 		f.label = faultLabel(w, from, to, link)
-		c, isClient := clientTarget(w.Target)
+		c, isClient := w.Client()
 		switch {
 		case isClient:
 			m.client(c).faults = append(m.client(c).faults, f)
