@@ -206,6 +206,9 @@ type Meta struct {
 	// Renews: the implementation keeps its leases alive in the background without
 	// recording it (lockimpl.Impl.Renews), so a lease's end is not its TTL after a grant.
 	Renews bool `json:"renews,omitempty"`
+	// Persistence of the lock servers (none, aof-everysec, aof-always; "" unsaid): whether
+	// a server crash loses the leases it held.
+	Persistence string `json:"persistence,omitempty"`
 }
 
 // History is a whole run's record.

@@ -191,7 +191,7 @@ type executed struct {
 func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Options) (executed, error) {
 	p := r.Plan
 	meta := histories.Meta{Fencing: string(r.Fencing), TTL: p.TTL.D(), Impl: r.Impl.Name, Seed: p.Seed}
-	meta.Topology, meta.Renews = cl.Topology.String(), r.Impl.Renews
+	meta.Topology, meta.Renews, meta.Persistence = cl.Topology.String(), r.Impl.Renews, string(r.Persistence)
 	for _, n := range cl.Lock {
 		meta.Servers = append(meta.Servers, n.Name())
 	}

@@ -51,7 +51,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 		if f.Kind == "failover" {
 			failovers = append(failovers, *f)
 		}
-		if f.Kind == "failover" || (f.Kind == "server-clock" && f.Offset != 0) {
+		if f.Kind == "failover" || (f.Kind == "server-clock" && f.Offset != 0) || (f.Kind == "server-crash" && forgets(h.Meta)) {
 			evs = append(evs, leaseEvent{at: f.Start, order: len(order) + i, fault: f})
 		}
 	}
@@ -103,8 +103,12 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 				if l.server != s || l.start > f.Start || l.end() <= f.Start {
 					continue
 				}
-				if f.Kind == "failover" {
+				switch f.Kind {
+				case "failover":
 					l.cut, l.why = f.Start, "the primary was killed ("+f.Target+")"
+					continue
+				case "server-crash":
+					l.cut, l.why = f.Start, "the server was killed and restarts empty (persistence none)"
 					continue
 				}
 				if l.renewed {
@@ -180,4 +184,11 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 		notes = append(notes, fmt.Sprintf("%s renews leases in the background (not recorded): a lease lasts until released, taken by another, or a TTL after a crash", h.Meta.Impl))
 	}
 	return out, notes
+}
+
+// forgets reports whether a killed lock server of the run comes back without its keys:
+// Redis without persistence (the default) does; with an append-only file a process
+// crash loses nothing acknowledged, and an etcd member keeps its write-ahead log.
+func forgets(m histories.Meta) bool {
+	return (m.Persistence == "" || m.Persistence == "none") && !strings.HasPrefix(m.Topology, "etcd")
 }

@@ -149,6 +149,18 @@ func TestLeaseEnds(t *testing.T) {
 	}
 }
 
+func TestServerCrashForgetsWithoutPersistence(t *testing.T) {
+	crash := histories.FaultWindow{Kind: "server-crash", Target: "lock-0", Start: 100 * ms, End: 150 * ms}
+	h := single([]histories.Op{acquire(0, 0, 0, 1, 0)}, crash)
+	if l := leasesOn(build(Run{History: h}), "lock-0")[0]; l.end() != 100*ms {
+		t.Errorf("without persistence the lease ends at %d, want the crash", l.end())
+	}
+	h.Meta.Persistence = "aof-always"
+	if l := leasesOn(build(Run{History: h}), "lock-0")[0]; l.end() != 500*ms {
+		t.Errorf("with aof-always the lease ends at %d, want its TTL: the server kept it", l.end())
+	}
+}
+
 func TestRenewedLeaseLastsUntilTaken(t *testing.T) {
 	h := single([]histories.Op{acquire(0, 0, 0, 1, 0), write(1, 0, 100, 101, 1, 0, histories.OK), acquire(2, 1, 1700, 1702, 0)})
 	if l := leasesOn(build(Run{History: h}), "lock-0")[0]; l.end() != 500*ms {
