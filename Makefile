@@ -3,14 +3,18 @@ GO      ?= go
 BIN     := bin/locklab
 OUT     ?= out
 
-.PHONY: all apt-deps deps node-deps detection build demo docs test vet fuzz bench bench-jobs tla matrix clean
+.PHONY: all apt-deps browser-deps deps node-deps detection build demo docs test vet fuzz bench bench-jobs tla matrix clean
 
 all: build
 
 # Redis, Sentinel and libfaketime from apt; the tests also need the same Redis built
-# without jemalloc for libfaketime (cached after the first build).
+# without jemalloc for libfaketime (cached after the first build), and Chromium for the
+# browser tests (browser-deps: Debian's chromium, from apt).
 apt-deps:
 	@./scripts/install-deps.sh
+
+browser-deps:
+	@./scripts/install-deps.sh --browser
 
 deps: apt-deps node-deps
 	@./scripts/build-redis-libc.sh >/dev/null
@@ -42,8 +46,16 @@ TUTORIAL_REPEAT ?= 3
 docs: deps build
 	$(BIN) tutorial --repeat $(TUTORIAL_REPEAT) --out $(OUT)/tutorial
 
-test: deps build
-	$(GO) test -race -timeout 20m ./...
+# The browser tests (internal/browsertest: each page in headless Chromium) keep a
+# screenshot of every page they load, named <Test>-<page>.png, under
+# $(OUT)/test-artifacts/_artifacts/<n>/ (go test -artifacts; the <n> is a directory per
+# test); `find $(OUT)/test-artifacts -name '*.png'` lists them, and each test logs its
+# path (shown with -v or on failure). The directory is emptied first. -artifacts also
+# turns off go test's cache (it is not a cacheable flag), so every test runs each time.
+TEST_ARTIFACTS := $(OUT)/test-artifacts
+test: deps browser-deps build
+	rm -rf $(TEST_ARTIFACTS) && mkdir -p $(TEST_ARTIFACTS)
+	$(GO) test -race -timeout 20m -artifacts -outputdir $(abspath $(TEST_ARTIFACTS)) ./...
 
 vet:
 	gofmt -l . | tee /dev/stderr | (! read)

@@ -3,11 +3,13 @@ package linearizability
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/internal/browsertest"
 )
 
 func TestHTML(t *testing.T) {
@@ -57,6 +59,26 @@ func TestHTML(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHTMLInBrowser: Porcupine's page of an illegal history runs in Chromium without a
+// script error and draws the operations, the fault and violation lanes and the
+// linearization that fails; selecting an operation highlights it.
+func TestHTMLInBrowser(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.html")
+	checkOrFail(t, kleppmann("off", histories.OK), Options{HTMLPath: path})
+	p := browsertest.Open(t, path)
+	p.MustHave("#canvas svg", "#canvas rect.history-rect", "#canvas rect.client-annotation-rect",
+		"#canvas text.history-text", "#canvas .linearization-invalid", "#legend svg", "#jump-link")
+	texts := p.Texts("#canvas svg text")
+	for _, want := range []string{"faults", "violations", "P1 illegal", "P2 illegal", "client-pause client 0", "P2 res: p0 write 1 over 0, fence 1 → ok"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("the page shows no text %q", want)
+		}
+	}
+	p.Click("#canvas rect.target-rect")
+	p.MustHave("#canvas rect.history-rect.selected")
+	p.Screenshot()
 }
 
 func TestHTMLOfLegalHistory(t *testing.T) {

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Installs what locklab's tests and demo need on a Debian machine: Redis, Node.js and
-# python3-redis from apt.
+# python3-redis from apt; with --browser also Chromium, for the browser tests of the
+# pages locklab writes (make test; the demo does not need it).
 # Idempotent: does nothing when everything is there.
 set -euo pipefail
+
+browser=false
+case "${1:-}" in
+  --browser) browser=true ;;
+  "") ;;
+  *) echo "usage: $0 [--browser]" >&2; exit 2 ;;
+esac
 
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
@@ -14,6 +22,10 @@ command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 # redis-py's Lock (clients/python), run by Debian's interpreter /usr/bin/python3.
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
+# Headless Chromium for the browser tests (internal/browsertest), Debian's package.
+if $browser; then
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+fi
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -124,7 +124,7 @@ func TestDesignListsEveryPackage(t *testing.T) {
 // stage is each package's place in the flow of a run; an import may only point to a
 // package of an earlier stage (or the same one, for a package and its subpackages).
 var stage = map[string]int{
-	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0, "internal/mdblock": 0,
+	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0, "internal/mdblock": 0, "internal/browsertest": 0,
 	"histories":       1,
 	"linearizability": 2,
 	"timeline":        3,
