@@ -75,6 +75,7 @@ func verdictClass(v lin.Verdict) string {
 // demoPage is the demo's page, on the stylesheet of the index pages; the runs stand in
 // columns on a wide screen and one under the other on a narrow one.
 const demoPage = `{{define "demo"}}{{template "head" (print "locklab demo: " .Scenario)}}<style>
+body { max-width: none; }
 .runs { display: grid; grid-template-columns: repeat({{len .Views}}, minmax(0, 1fr)); gap: 1.5em; }
 @media (max-width: 1400px) { .runs { grid-template-columns: minmax(0, 1fr); } }
 object.timeline { width: 100%; border: 1px solid #ccc; }

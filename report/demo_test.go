@@ -1,10 +1,14 @@
 package report
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/locklab/locklab/internal/browsertest"
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/timeline"
 )
 
 // demoResult is a result that violates the given properties.
@@ -48,4 +52,40 @@ func TestDemoPage(t *testing.T) {
 	if strings.Contains(s, "<script>") {
 		t.Error("the demo page has a script (or an unescaped one)")
 	}
+}
+
+// TestDemoPageInBrowser: the page and the two timelines it embeds load in Chromium
+// without an error, side by side on a wide screen.
+func TestDemoPageInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	d := Demo{Scenario: "pause-past-ttl", Description: "Kleppmann's pause."}
+	for _, mode := range []string{"off", "full"} {
+		run := filepath.Join(dir, "run-"+mode)
+		if err := os.MkdirAll(run, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		svg := `<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="600" height="80"><text x="10" y="40">fencing ` + mode + `</text></svg>`
+		for name, body := range map[string]string{timeline.File: svg, "history.html": "<!DOCTYPE html><title>h</title>"} {
+			if err := os.WriteFile(filepath.Join(run, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d.Runs = append(d.Runs, DemoRun{Title: mode, Fencing: mode, Result: demoResult(lin.P1),
+			Timeline: "run-" + mode + "/" + timeline.File, Porcupine: "run-" + mode + "/history.html", Narration: "story"})
+	}
+	page, err := DemoHTML(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "pause-past-ttl.html")
+	if err := os.WriteFile(path, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := browsertest.Open(t, path)
+	b.MustHave("main#demo", "section.run[data-fencing=off] object.timeline", "section.run[data-fencing=full] object.timeline",
+		"tr.illegal", "a.porcupine[href$='/history.html']", "details pre.narration")
+	if n := b.Count("object.timeline"); n != 2 {
+		t.Errorf("%d timelines on the page, want 2", n)
+	}
+	b.Screenshot()
 }

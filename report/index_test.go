@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/browsertest"
+
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
 	lin "github.com/locklab/locklab/linearizability"
@@ -264,6 +266,11 @@ func TestMatrixIndex(t *testing.T) {
 	if !strings.Contains(root.byID(t, "intro").text.String(), "locklab matrix --impl setnx") {
 		t.Errorf("intro: %q", root.byID(t, "intro").text.String())
 	}
+
+	// In a real browser: no script error, the tables and links are there.
+	b := browsertest.Open(t, filepath.Join(dir, IndexFile))
+	b.MustHave("section#verdicts table.verdicts#verdicts-off", "td.cell.illegal", "a.timeline[href$='/timeline.svg']", "a.porcupine", "table#runs", "span.no-picture")
+	b.Screenshot()
 }
 
 // campaignFiles are the files of sampleSummary's runs: run 0 with its picture, its shrunk
@@ -347,6 +354,10 @@ func TestCampaignIndex(t *testing.T) {
 	if len(errs) != 1 || !slices.Equal(errs[0].hrefs("error-file"), []string{"runs/err/error.txt"}) || !strings.Contains(errs[0].text.String(), "boom") {
 		t.Errorf("errors table: %d rows", len(errs))
 	}
+
+	b := browsertest.Open(t, filepath.Join(dir, IndexFile))
+	b.MustHave("p#verdict.fail", "table#verdicts", "table#failures tr.safe", "td.run-links a.timeline", "a.porcupine", "table#classes")
+	b.Screenshot()
 }
 
 // TestMergedCampaignIndex: a merged summary's paths lead out of its directory into the
@@ -446,6 +457,10 @@ func TestDetectionIndex(t *testing.T) {
 	if len(fa) != 1 || !slices.Equal(fa[0].hrefs("campaign"), []string{"fault-free/setnx/1/index.html"}) || !strings.Contains(fa[0].text.String(), "30") {
 		t.Errorf("false-alarm table: %d rows", len(fa))
 	}
+
+	b := browsertest.Open(t, filepath.Join(dir, IndexFile))
+	b.MustHave("table#detections tr[data-class]", "td.first-detection a.timeline", "td.searches a.campaign", "table#false-alarms")
+	b.Screenshot()
 }
 
 // TestEmptyIndexes: pages of nothing render, well-formed, saying so.

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/browsertest"
+
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/linearizability"
 )
@@ -244,4 +246,18 @@ func TestNiceTicks(t *testing.T) {
 			t.Errorf("tick %s, want %s", got, c.text)
 		}
 	}
+}
+
+// TestTimelineInBrowser: the picture opens in Chromium on its own, with every lane, the
+// violation and the legend.
+func TestTimelineInBrowser(t *testing.T) {
+	path := filepath.Join(t.TempDir(), File)
+	if err := Write(path, pausePastTTL()); err != nil {
+		t.Fatal(err)
+	}
+	b := browsertest.Open(t, path)
+	b.MustHave("svg#timeline", "g.header", "g.lane.client[data-client='0']", "g.lane.client[data-client='1']",
+		"g.lane.server[data-server='lock-0']", "g.lane.store", "g.violation rect.band.first", "g.legend", "g.axis",
+		"rect.belief", "rect.danger", "g.lease", "rect.fault[data-kind='client-pause']", "g.mark.write.fail")
+	b.Screenshot()
 }
