@@ -122,6 +122,18 @@ func (n *node) rows(attr string) []*node {
 
 // assertLinksResolve checks that every link of the page is relative and leads to a file
 // under (or beside) dir.
+// readIndex parses dir's index.html and checks that every link on it resolves.
+func readIndex(t *testing.T, dir string) *node {
+	t.Helper()
+	page, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := parsePage(t, page)
+	assertLinksResolve(t, dir, root)
+	return root
+}
+
 func assertLinksResolve(t *testing.T, dir string, root *node) {
 	t.Helper()
 	for _, a := range root.all(func(x *node) bool { return x.name == "a" }) {
@@ -294,12 +306,7 @@ func TestCampaignIndex(t *testing.T) {
 	if err := WriteCampaign(dir, s); err != nil {
 		t.Fatal(err)
 	}
-	page, err := os.ReadFile(filepath.Join(dir, IndexFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := parsePage(t, page)
-	assertLinksResolve(t, dir, root)
+	root := readIndex(t, dir)
 
 	v := root.byID(t, "verdict")
 	if !v.hasClass("fail") || !strings.HasPrefix(v.text.String(), "FAIL: 1 safe-configuration violations, 1 findings") {
@@ -376,12 +383,7 @@ func TestMergedCampaignIndex(t *testing.T) {
 	if err := WriteCampaign(out, m); err != nil {
 		t.Fatal(err)
 	}
-	page, err := os.ReadFile(filepath.Join(out, IndexFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := parsePage(t, page)
-	assertLinksResolve(t, out, doc)
+	doc := readIndex(t, out)
 	if got := doc.byID(t, "failures").hrefs("timeline"); !slices.Equal(got, []string{"../shard0/runs/00003/timeline.svg"}) {
 		t.Errorf("merged failure's timeline link %q", got)
 	}
@@ -424,12 +426,7 @@ func TestDetectionIndex(t *testing.T) {
 	if err := WriteDetectionIndex(dir, r, "locklab detection "+hostile); err != nil {
 		t.Fatal(err)
 	}
-	page, err := os.ReadFile(filepath.Join(dir, IndexFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := parsePage(t, page)
-	assertLinksResolve(t, dir, root)
+	root := readIndex(t, dir)
 	if v := root.byID(t, "verdict"); !v.hasClass("fail") || !strings.Contains(v.text.String(), "0 of 1 classes found by every seed, 0 false alarms") {
 		t.Errorf("verdict %q", v.text.String())
 	}

@@ -155,41 +155,40 @@ func countCell(runs []ExperimentRun, p lin.Property) (string, bool) {
 
 // illegalCount is "2/3": in how many runs with fencing mode property p was violated.
 func illegalCount(e *Experiment, fencing, property string) (string, error) {
-	runs := e.Runs[fencing]
-	if len(runs) == 0 {
-		return "", fmt.Errorf("experiment %s has no run with fencing %s", e.Name, fencing)
+	n, runs, err := illegalRuns(e, fencing, property)
+	return fmt.Sprintf("%d/%d", n, runs), err
+}
+
+// illegalRuns is how many of the experiment's runs with fencing mode violated property,
+// and how many there were.
+func illegalRuns(e *Experiment, fencing, property string) (n, runs int, err error) {
+	if len(e.Runs[fencing]) == 0 {
+		return 0, 0, fmt.Errorf("experiment %s has no run with fencing %s", e.Name, fencing)
 	}
-	n := 0
-	for _, r := range runs {
+	for _, r := range e.Runs[fencing] {
 		if pr, _ := r.Result.Property(lin.Property(property)); pr.Verdict == lin.Illegal {
 			n++
 		}
 	}
-	return fmt.Sprintf("%d/%d", n, len(runs)), nil
+	return n, len(e.Runs[fencing]), nil
 }
 
 // expectation checks a claim the prose makes against the runs, and writes nothing: want
 // "held" means no run violated property, "violated" that most runs did. A claim the runs
 // do not bear out stops the document being written.
 func expectation(e *Experiment, fencing, property, want string) (string, error) {
-	runs := e.Runs[fencing]
-	if len(runs) == 0 {
-		return "", fmt.Errorf("experiment %s has no run with fencing %s", e.Name, fencing)
-	}
-	n := 0
-	for _, r := range runs {
-		if pr, _ := r.Result.Property(lin.Property(property)); pr.Verdict == lin.Illegal {
-			n++
-		}
+	n, runs, err := illegalRuns(e, fencing, property)
+	if err != nil {
+		return "", err
 	}
 	switch want {
 	case "held":
 		if n > 0 {
-			return "", fmt.Errorf("the text says %s held in experiment %s with fencing %s, but %d of %d runs violated it", property, e.Name, fencing, n, len(runs))
+			return "", fmt.Errorf("the text says %s held in experiment %s with fencing %s, but %d of %d runs violated it", property, e.Name, fencing, n, runs)
 		}
 	case "violated":
-		if 2*n <= len(runs) {
-			return "", fmt.Errorf("the text says experiment %s violates %s with fencing %s, but only %d of %d runs did", e.Name, property, fencing, n, len(runs))
+		if 2*n <= runs {
+			return "", fmt.Errorf("the text says experiment %s violates %s with fencing %s, but only %d of %d runs did", e.Name, property, fencing, n, runs)
 		}
 	default:
 		return "", fmt.Errorf("expect %q: want held or violated", want)
