@@ -67,7 +67,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParsePlan -fuzztime 60s ./plan
 
 bench: deps build
-	$(GO) test -run '^$$' -bench . -benchmem ./histories ./linearizability ./workload ./locks
+	$(GO) test -run '^$$' -bench . -benchmem ./histories ./linearizability ./timeline ./workload ./locks
 
 # A short property-based fault campaign for CI (docs/nightly.md): for each bug class a
 # random search (no scenario hints) that stops at its first detection, confirms and

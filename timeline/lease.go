@@ -59,6 +59,20 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 	slices.SortStableFunc(evs, func(a, b leaseEvent) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.order, b.order)) })
 
 	var out []lease
+	// current holds, per server and key, the lease granted last (an index into out): in
+	// time order only it can still be live, so events look at it alone.
+	type slot struct {
+		server int
+		key    string
+	}
+	current := map[slot]int{}
+	live := func(match func(*lease) bool, do func(*lease)) {
+		for _, i := range current {
+			if l := &out[i]; match(l) {
+				do(l)
+			}
+		}
+	}
 	unrecorded := false
 	// on returns the servers an acquire ok put its lease on, and whether that is known.
 	on := func(op *histories.Op) ([]int, bool) {
@@ -98,25 +112,18 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 	for _, e := range evs {
 		if f := e.fault; f != nil {
 			s := index(f.Target)
-			for i := range out {
-				l := &out[i]
-				if l.server != s || l.start > f.Start || l.end() <= f.Start {
-					continue
-				}
-				switch f.Kind {
-				case "failover":
+			live(func(l *lease) bool { return l.server == s && l.start <= f.Start && l.end() > f.Start }, func(l *lease) {
+				switch {
+				case f.Kind == "failover":
 					l.cut, l.why = f.Start, "the primary was killed ("+f.Target+")"
-					continue
-				case "server-crash":
+				case f.Kind == "server-crash":
 					l.cut, l.why = f.Start, "the server was killed and restarts empty (persistence none)"
-					continue
+				case l.renewed: // renewals on the server's own clock: the jump is caught up at the next
+				default:
+					l.expiry = max(f.Start, l.expiry-int64(f.Offset))
+					l.why = fmt.Sprintf("expired by the server's clock after it jumped %s at %s", signed(f.Offset), secs(f.Start))
 				}
-				if l.renewed {
-					continue // renewals on the server's own clock: the jump is caught up at the next
-				}
-				l.expiry = max(f.Start, l.expiry-int64(f.Offset))
-				l.why = fmt.Sprintf("expired by the server's clock after it jumped %s at %s", signed(f.Offset), secs(f.Start))
-			}
+			})
 			continue
 		}
 		op := e.op
@@ -127,16 +134,14 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 		case histories.Acquire:
 			where, known := on(op)
 			for _, s := range where {
-				for i := range out {
+				if i, ok := current[slot{s, op.Key}]; ok {
 					l := &out[i]
-					if l.server != s || l.key != op.Key {
-						continue
-					}
 					l.superseded = true // what later releases and extends refer to is the new one
 					if l.end() > op.Call {
 						l.cut, l.why = op.Call, fmt.Sprintf("the server granted it to client %d at %s", op.Client, secs(op.Call))
 					}
 				}
+				current[slot{s, op.Key}] = len(out)
 				l := lease{server: s, process: op.Process, client: op.Client, key: op.Key, fence: op.Output.Fence,
 					start: op.Call, expiry: op.Call + ttl(op), cut: never, why: "expired by the server's clock", unsure: !known}
 				if renews {
@@ -145,17 +150,13 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 				out = append(out, l)
 			}
 		case histories.Extend:
-			for i := range out {
-				if l := &out[i]; mine(l) && !l.renewed {
+			live(mine, func(l *lease) {
+				if !l.renewed {
 					l.expiry, l.why = op.Call+ttl(op), "expired by the server's clock after the last extend"
 				}
-			}
+			})
 		case histories.Release:
-			for i := range out {
-				l := &out[i]
-				if !mine(l) {
-					continue
-				}
+			live(mine, func(l *lease) {
 				if op.Outcome == histories.OK {
 					// A checked release that succeeded proves the server still held the key.
 					l.expiry, l.cut, l.why = max(l.expiry, op.Return), op.Return, "released at "+secs(op.Return)
@@ -164,13 +165,13 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 				} else if l.renewed {
 					l.expiry, l.why = min(l.expiry, op.Call+ttl(op)), "release of unknown outcome: renewals presumably stopped"
 				}
-			}
+			})
 		case histories.Crash:
-			for i := range out {
-				if l := &out[i]; mine(l) && l.renewed {
+			live(mine, func(l *lease) {
+				if l.renewed {
 					l.expiry, l.why = min(l.expiry, op.Call+ttl(op)), "the holder crashed: no more renewals"
 				}
-			}
+			})
 		}
 	}
 	var notes []string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -135,8 +136,18 @@ func build(run Run) *model {
 	leases, notes := leasesOf(h, order, m.servers, m.end)
 	m.notes = notes
 	quorum := quorumOf(h.Meta.Topology, len(m.servers))
+	type holder struct {
+		process int
+		key     string
+	}
+	byHolder := map[holder]holderLeases{} // a belief's danger depends on its own process's leases alone
+	for _, l := range leases {
+		hl := byHolder[holder{l.process, l.key}]
+		hl.leases, hl.longest = append(hl.leases, l), max(hl.longest, l.end()-l.start)
+		byHolder[holder{l.process, l.key}] = hl
+	}
 	for i := range bs {
-		bs[i].danger = danger(bs[i], leases, quorum)
+		bs[i].danger = danger(bs[i], byHolder[holder{bs[i].process, bs[i].key}], quorum)
 	}
 	for _, l := range leases {
 		m.servers[l.server].leases = append(m.servers[l.server].leases, l)
@@ -145,8 +156,13 @@ func build(run Run) *model {
 		c := m.client(b.client)
 		c.beliefs = append(c.beliefs, b)
 	}
+	m.violations = violations(run.Result)
+	m.view, m.before, m.after = crop(h, bs, m.violations, m.end)
 	for _, i := range order {
 		op := h.Ops[i]
+		if op.Return < m.view.from || op.Call > m.view.to {
+			continue // not drawn: the crop's summary counts it
+		}
 		mk, ok := opMark(op, m.multiKey)
 		if !ok {
 			continue
@@ -162,8 +178,6 @@ func build(run Run) *model {
 		}
 	}
 	m.placeFaults(h.Faults)
-	m.violations = violations(run.Result)
-	m.view, m.before, m.after = crop(h, bs, m.violations, m.end)
 	return m
 }
 
@@ -258,18 +272,28 @@ func quorumOf(topology string, servers int) int {
 	return 1
 }
 
+// holderLeases are one process's leases of one key, in grant order, with the longest.
+type holderLeases struct {
+	leases  []lease
+	longest int64
+}
+
 // danger is the part of b in which fewer than quorum of its process's leases on b's key
 // are held: the client believes but the servers gave the lock up. Leases whose servers
 // are not recorded are all alike, so one of them is enough.
-func danger(b belief, leases []lease, quorum int) []span {
+func danger(b belief, hl holderLeases, quorum int) []span {
 	type edge struct {
 		at    int64
 		delta int
 	}
 	var edges []edge
 	granted := 0
-	for _, l := range leases {
-		if l.process != b.process || l.key != b.key || l.end() <= b.start || l.start >= b.end {
+	// The leases are in grant order: those that overlap the belief started before its end
+	// and no longer than the longest lease before its start.
+	hi := sort.Search(len(hl.leases), func(i int) bool { return hl.leases[i].start >= b.end })
+	for i := hi - 1; i >= 0 && hl.leases[i].start >= b.start-hl.longest; i-- {
+		l := hl.leases[i]
+		if l.process != b.process || l.key != b.key || l.end() <= b.start {
 			continue
 		}
 		if l.unsure {

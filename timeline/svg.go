@@ -124,6 +124,10 @@ func rows(spans []span) ([]int, int) {
 	return out, max(1, len(ends))
 }
 
+// shows reports whether the stretch from–to overlaps the view: only what does is drawn
+// (the rest is summarised beside the axis), so that a long run's picture stays small.
+func (c *canvas) shows(from, to int64) bool { return to >= c.view.from && from <= c.view.to }
+
 func laneHeight(nrows int) float64 { return 2*textRow + 6 + float64(nrows)*barRow + 4 }
 
 // render draws m.
@@ -237,6 +241,9 @@ func (c *canvas) laneFrame(name, colourOf string, y, h float64, faults []fault) 
 	c.p(`<text x="12" y="%.1f" font-size="12" font-weight="bold" fill="%s">%s</text>`+"\n", y+2*textRow+6+barH-1, colourOf, esc(name))
 	var ls []label
 	for _, f := range faults {
+		if !c.shows(f.from, f.to) {
+			continue
+		}
 		x0, x1 := c.x(f.from), c.x(f.to)
 		c.p(`<rect class="fault" data-kind="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="url(#hatch-fault)" fill-opacity="0.7" stroke="%s" stroke-width="0.5" clip-path="url(#plot)"><title>%s</title></rect>`+"\n",
 			esc(f.w.Kind), x0, y+2, math.Max(x1-x0, 2), h-4, faultColour, esc(f.title))
@@ -255,6 +262,7 @@ func (c *canvas) faultLane(m *model, y float64) float64 {
 }
 
 func (c *canvas) clientLane(m *model, l clientLane, y float64) float64 {
+	l.beliefs = slices.DeleteFunc(slices.Clone(l.beliefs), func(b belief) bool { return !c.shows(b.start, b.end) })
 	spans := make([]span, len(l.beliefs))
 	for i, b := range l.beliefs {
 		spans[i] = span{b.start, b.end}
@@ -350,6 +358,7 @@ func (c *canvas) marks(ms []mark, y0, y1 float64, col string) []label {
 }
 
 func (c *canvas) serverLane(l serverLane, multiKey bool, y float64) float64 {
+	l.leases = slices.DeleteFunc(slices.Clone(l.leases), func(le lease) bool { return !c.shows(le.start, le.end()) })
 	spans := make([]span, len(l.leases))
 	for i, ls := range l.leases {
 		spans[i] = span{ls.start, ls.end()}
