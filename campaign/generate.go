@@ -44,6 +44,9 @@ type Space struct {
 	// Calm keeps the critical section well inside the lease (Calm reports the rule), so that
 	// a violation cannot come from the workload alone.
 	Calm bool `json:"calm,omitempty"`
+	// Backend runs every plan's servers (plan.Plan.Backend): "" or "process", or "docker",
+	// where servers can also be partitioned from each other.
+	Backend string `json:"backend,omitempty"`
 }
 
 // fencingModes are the store's fencing modes, in the order a shrink prefers (off first).
@@ -66,6 +69,7 @@ type implSpace struct {
 
 // space is a Space checked against a registry.
 type space struct {
+	backend   string
 	impls     []implSpace
 	minFaults int
 	maxFaults int
@@ -80,7 +84,12 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 	if reg == nil {
 		reg = locks.All()
 	}
-	out := space{minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm}
+	out := space{backend: s.Backend, minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm}
+	switch s.Backend {
+	case "", plan.BackendProcess, plan.BackendDocker:
+	default:
+		return space{}, fmt.Errorf("unknown backend %q (want %s or %s)", s.Backend, plan.BackendProcess, plan.BackendDocker)
+	}
 	if out.maxFaults == 0 {
 		out.maxFaults = DefaultMaxFaults
 	}
@@ -95,7 +104,9 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 		out.maxFaults = -1
 	case len(s.Faults) == 0:
 		for _, k := range faults.Kinds() {
-			kinds = append(kinds, k.Name)
+			if faults.OnBackend(k.Name, s.Backend) == nil {
+				kinds = append(kinds, k.Name)
+			}
 		}
 	default:
 		known := kindNames()
@@ -105,6 +116,9 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 			}
 			if !slices.Contains(known, k) {
 				return space{}, fmt.Errorf("unknown fault kind %q (known: %s, or %s)", k, strings.Join(known, ", "), NoFaults)
+			}
+			if err := faults.OnBackend(k, s.Backend); err != nil {
+				return space{}, err
 			}
 			if !slices.Contains(kinds, k) {
 				kinds = append(kinds, k)
@@ -152,8 +166,8 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 			continue
 		}
 		for _, topo := range []string{cluster.Single, cluster.Replicated, cluster.Nodes, cluster.Etcd} {
-			if !impl.RunsOn(topo) {
-				continue
+			if !impl.RunsOn(topo) || (topo == cluster.Etcd && s.Backend == plan.BackendDocker) {
+				continue // etcd members run as local processes only
 			}
 			tc := topoChoice{kind: topo}
 			for _, k := range kinds {
@@ -210,6 +224,7 @@ func PlanGen(reg *lockimpl.Registry, s Space) (*rapid.Generator[plan.Plan], erro
 
 func (sp space) draw(t *rapid.T) plan.Plan {
 	p := plan.Default()
+	p.Backend = sp.backend
 	is := rapid.SampledFrom(sp.impls).Draw(t, "impl")
 	impl := is.impl
 	p.Impl = impl.Name
@@ -248,7 +263,7 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 
 	if sp.maxFaults > 0 && len(tc.kinds) > 0 {
 		env := faultEnv{
-			impl: impl, topo: topo, clients: p.Clients, ttl: ttl, run: run,
+			impl: impl, topo: topo, clients: p.Clients, ttl: ttl, run: run, backend: sp.backend,
 			points: append(workload.Points(), impl.Steps...),
 		}
 		gens := faultGens()
@@ -375,6 +390,7 @@ type faultEnv struct {
 	ttl     time.Duration
 	run     time.Duration
 	points  []string // the client's points and the implementation's steps
+	backend string
 }
 
 // faultGen draws one fault of a kind.
@@ -465,6 +481,15 @@ func faultGens() map[string]faultGen {
 			f.Duration = plan.D(e.ttlQuarters(t, 1, 12))
 			return f
 		}},
+		"partition": {needs: cluster.Replicated, draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
+			// The primary alone, the primary with one Sentinel (a minority that still
+			// names it), or a replica; long enough for the Sentinels to fail over.
+			f := plan.FaultSpec{Kind: "partition"}
+			f.Target = rapid.SampledFrom([]string{"redis-0", "redis-0,sentinel-0", fmt.Sprintf("redis-%d", e.topo.Nodes-1)}).Draw(t, "partition_target")
+			e.start(t, &f)
+			f.Duration = plan.D(1500*time.Millisecond + 250*time.Millisecond*time.Duration(rapid.IntRange(0, 8).Draw(t, "partition_250ms")))
+			return f
+		}},
 		"failover": {needs: cluster.Replicated, draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
 			f := plan.FaultSpec{Kind: "failover"}
 			f.Mode = rapid.SampledFrom([]string{faults.FailoverManual, faults.FailoverSentinel}).Draw(t, "failover_mode")
@@ -525,7 +550,9 @@ func (e faultEnv) linkTarget(t *rapid.T) string {
 	shapes := []string{"client->server", "clients->server", "client->all"}
 	switch e.topo.Kind {
 	case cluster.Replicated:
-		shapes = append(shapes, "replication")
+		if e.backend != plan.BackendDocker { // there replication takes the servers' own network, not a link
+			shapes = append(shapes, "replication")
+		}
 	case cluster.Etcd:
 		if e.topo.Nodes > 1 {
 			shapes = append(shapes, "peer")

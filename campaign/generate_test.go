@@ -12,6 +12,7 @@ import (
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
+	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -83,10 +84,26 @@ func TestGeneratorCoversEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One draw in four on the docker backend, where servers can also be partitioned.
+	onDocker, err := PlanGen(reg, Space{Backend: plan.BackendDocker})
+	if err != nil {
+		t.Fatal(err)
+	}
 	seen := map[string]int{}
 	for i := range draws {
 		p := gen.Example(i + 1)
+		if i%4 == 3 {
+			p = onDocker.Example(i + 1)
+		}
 		topo, _ := cluster.ParseTopology(p.Topology)
+		for _, f := range p.Faults {
+			if err := faults.OnBackend(f.Kind, p.Backend); err != nil {
+				t.Fatalf("draw %d: %v", i, err)
+			}
+		}
+		if p.Backend == plan.BackendDocker && topo.Kind == cluster.Etcd {
+			t.Fatalf("draw %d: etcd on the docker backend", i)
+		}
 		seen["impl "+p.Impl]++
 		seen["topology "+topo.Kind]++
 		seen["fencing "+p.Fencing]++

@@ -14,8 +14,9 @@ type Endpoints struct {
 	Store     string   // the protected store
 	Sentinels []string // replicated topology: Sentinel addresses for go-redis's failover client
 	Master    string   // replicated topology: the master name the Sentinels monitor
-	// Via maps a data node's own address, which is what Sentinel tells clients, to the
-	// address this client dials instead (its link to that node); empty without a Net.
+	// Via maps a data node's peer address (PeerAddr), which is what Sentinel tells
+	// clients, to the address this client dials instead (its link to that node, or its
+	// own address); empty when clients can dial what Sentinel names.
 	Via map[string]string
 	// Access is how to use the server behind each address of Lock and Store that needs
 	// more than a plain connection (an external server's user, password, database, TLS);

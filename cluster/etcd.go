@@ -29,8 +29,8 @@ func (c *Cluster) etcdMembers(n int) ([]etcd.Member, error) {
 		m := &members[i]
 		m.Name = fmt.Sprintf("lock-%d", i)
 		var err error
-		if m.ClientPort, err = freePort(); err == nil {
-			m.PeerPort, err = freePort()
+		if m.ClientPort, err = FreePort(); err == nil {
+			m.PeerPort, err = FreePort()
 		}
 		if err != nil {
 			return nil, err

@@ -32,6 +32,36 @@ type Node interface {
 	Stop(ctx context.Context) error
 }
 
+// PeerNode is a Node that its fellow servers reach by an address of their own, on a
+// network of the backend's (the docker backend's private network), rather than by the
+// address clients dial: replication, Sentinel and what Sentinel tells clients use it.
+type PeerNode interface {
+	Node
+	PeerAddr() string // host:port on the backend's network
+}
+
+// PeerAddr is the address other servers reach n by: its PeerAddr when it has one, else
+// the address clients dial.
+func PeerAddr(n Node) string {
+	if p, ok := n.(PeerNode); ok {
+		return p.PeerAddr()
+	}
+	return n.Addr()
+}
+
+// IsolatableNode is a Node that can be cut off from every other server of its backend
+// while clients still reach it: a true partition between servers (the docker backend
+// disconnects its container from the private network). The process backend's servers
+// share the host's loopback and cannot be isolated.
+type IsolatableNode interface {
+	Node
+	// Isolate cuts the server off from the others; Rejoin undoes it, with the same
+	// address on the backend's network; Isolated says whether it is cut off now.
+	Isolate(ctx context.Context) error
+	Rejoin(ctx context.Context) error
+	Isolated() bool
+}
+
 // Persistence is what a server writes to disk, which decides what survives Kill+Restart.
 type Persistence string
 
@@ -43,8 +73,8 @@ const (
 	PersistAOFAlways   Persistence = "aof-always"
 )
 
-// args are the redis-server arguments for p; "" means PersistNone.
-func (p Persistence) args() ([]string, error) {
+// Args are the redis-server arguments for p; "" means PersistNone.
+func (p Persistence) Args() ([]string, error) {
 	switch p {
 	case "", PersistNone:
 		return []string{"--save", "", "--appendonly", "no"}, nil

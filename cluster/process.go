@@ -86,7 +86,7 @@ func (b *ProcessBackend) Binary() string { return b.binary }
 // StartNode starts one server and waits until it answers. Names need not be unique: each
 // server gets a fresh directory.
 func (b *ProcessBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, error) {
-	persist, err := cfg.Persistence.args()
+	persist, err := cfg.Persistence.Args()
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (b *ProcessBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, e
 func (b *ProcessBackend) startOnFreePort(ctx context.Context, build func(port int) (*ProcessNode, error)) (*ProcessNode, error) {
 	var errs []error
 	for range portAttempts {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return nil, err
 		}

@@ -337,7 +337,7 @@ func (n *ProcessNode) probe(ctx context.Context) error {
 	if n.ready != nil {
 		return n.ready(ctx)
 	}
-	return probe(ctx, n.addr, n.proc.pid)
+	return Probe(ctx, n.addr, n.proc.pid)
 }
 
 func fileSize(path string) int64 {

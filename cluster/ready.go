@@ -31,12 +31,12 @@ func newProbeClient(addr string) *redis.Client {
 	return redis.NewClient(opts)
 }
 
-// probe checks that the server at addr is process pid (not some other server that took
-// the port) and has finished loading its data. It first checks that the port accepts
+// Probe checks that the server at addr is process pid (not some other server that took
+// the port; pid 0: any process) and has finished loading its data. It first checks that the port accepts
 // connections at all, and uses a fresh client each time: a go-redis pool that saw
 // PoolSize failed dials answers with the old error until its background redial (every
 // second) succeeds, which would add a second to every start.
-func probe(ctx context.Context, addr string, pid int) error {
+func Probe(ctx context.Context, addr string, pid int) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -55,7 +55,7 @@ func probe(ctx context.Context, addr string, pid int) error {
 			fields[k] = v
 		}
 	}
-	if got, _ := strconv.Atoi(fields["process_id"]); got != pid {
+	if got, _ := strconv.Atoi(fields["process_id"]); pid != 0 && got != pid {
 		return fmt.Errorf("answered by process %s, not %d", fields["process_id"], pid)
 	}
 	// A Sentinel has no data to load and its INFO has no persistence section.
@@ -65,9 +65,9 @@ func probe(ctx context.Context, addr string, pid int) error {
 	return nil
 }
 
-// freePort asks the kernel for a free loopback port. Another process may take it before
+// FreePort asks the kernel for a free loopback port. Another process may take it before
 // the server binds, so callers retry on a clash.
-func freePort() (int, error) {
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)

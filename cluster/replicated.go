@@ -59,10 +59,10 @@ func adminDo(ctx context.Context, n Node, args ...any) *redis.Cmd {
 	return cl.Do(ctx, args...)
 }
 
-// NodeByAddr is the data node listening on addr, or nil.
+// NodeByAddr is the data node listening on addr (its own or its peer address), or nil.
 func (c *Cluster) NodeByAddr(addr string) Node {
 	for _, n := range c.Lock {
-		if n.Addr() == addr {
+		if n.Addr() == addr || PeerAddr(n) == addr {
 			return n
 		}
 	}
@@ -75,7 +75,11 @@ func (c *Cluster) NodeByAddr(addr string) Node {
 // wait for the sync (AwaitReplica does).
 func (c *Cluster) Replicate(ctx context.Context, primary, replica Node) error {
 	upstream := primary.Addr()
-	if c.Net != nil {
+	if _, ok := primary.(PeerNode); ok {
+		// The servers share a network of their own: replication takes it, and a partition
+		// of that network (IsolatableNode) is what cuts it.
+		upstream = PeerAddr(primary)
+	} else if c.Net != nil {
 		link, err := c.Net.Link(ServerLink(primary.Name(), replica.Name()), primary.Addr())
 		if err != nil {
 			return fmt.Errorf("replicate %s from %s: %w", replica.Name(), primary.Name(), err)
@@ -337,13 +341,15 @@ func (c *Cluster) sentinelEndpoints(client int, ep *Endpoints) error {
 		return nil
 	}
 	ep.Master = MasterName
+	ep.Via = make(map[string]string, len(c.Lock))
+	for i, n := range c.Lock {
+		if c.Net != nil || PeerAddr(n) != n.Addr() {
+			ep.Via[PeerAddr(n)] = ep.Lock[i]
+		}
+	}
 	if c.Net == nil {
 		ep.Sentinels = c.SentinelAddrs()
 		return nil
-	}
-	ep.Via = make(map[string]string, len(c.Lock))
-	for i, n := range c.Lock {
-		ep.Via[n.Addr()] = ep.Lock[i]
 	}
 	for _, s := range c.Sentinels {
 		addr, err := c.Net.Link(ClientLink(client, s.Name()), s.Addr())

@@ -61,9 +61,12 @@ const (
 
 // SentinelConfig describes one Sentinel to start.
 type SentinelConfig struct {
-	Name            string
-	Master          string // master name to monitor
-	MasterAddr      string // 127.0.0.1:port of the primary
+	Name       string
+	Master     string // master name to monitor
+	MasterAddr string // the primary's peer address (PeerAddr)
+	// AnnounceIP is the address the Sentinel gives the others for itself; "" lets it
+	// find its own.
+	AnnounceIP      string
 	Quorum          int
 	DownAfter       time.Duration
 	FailoverTimeout time.Duration
@@ -77,16 +80,17 @@ type SentinelBackend interface {
 
 var _ SentinelBackend = (*ProcessBackend)(nil)
 
-// configFile is the Sentinel configuration: the master to monitor and its timings. Every
-// address is 127.0.0.1, also the one Sentinel announces to the others.
-func (cfg SentinelConfig) configFile() (string, error) {
+// ConfigFile is the Sentinel configuration: the master to monitor and its timings.
+func (cfg SentinelConfig) ConfigFile() (string, error) {
 	host, port, err := net.SplitHostPort(cfg.MasterAddr)
 	if err != nil {
 		return "", fmt.Errorf("sentinel %s: master address %q: %w", cfg.Name, cfg.MasterAddr, err)
 	}
 	var b strings.Builder
 	b.WriteString(sentinelConfigComment)
-	b.WriteString("sentinel announce-ip 127.0.0.1\n")
+	if cfg.AnnounceIP != "" {
+		fmt.Fprintf(&b, "sentinel announce-ip %s\n", cfg.AnnounceIP)
+	}
 	b.WriteString("sentinel resolve-hostnames no\n")
 	fmt.Fprintf(&b, "sentinel monitor %s %s %s %d\n", cfg.Master, host, port, cfg.Quorum)
 	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", cfg.Master, cfg.DownAfter.Milliseconds())
@@ -100,7 +104,8 @@ func (cfg SentinelConfig) configFile() (string, error) {
 // the backend's Close like every server. Sentinel needs a writable configuration file as
 // its first argument: it saves what it learns there.
 func (b *ProcessBackend) StartSentinel(ctx context.Context, cfg SentinelConfig) (Node, error) {
-	text, err := cfg.configFile()
+	cfg.AnnounceIP = "127.0.0.1" // every server of the process backend is on loopback
+	text, err := cfg.ConfigFile()
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +140,7 @@ func (b *ProcessBackend) StartSentinel(ctx context.Context, cfg SentinelConfig) 
 func (c *Cluster) startSentinels(ctx context.Context, sb SentinelBackend, primary Node) error {
 	for i := range sentinelCount {
 		s, err := sb.StartSentinel(ctx, SentinelConfig{
-			Name: fmt.Sprintf("sentinel-%d", i), Master: MasterName, MasterAddr: primary.Addr(),
+			Name: fmt.Sprintf("sentinel-%d", i), Master: MasterName, MasterAddr: PeerAddr(primary),
 			Quorum: sentinelQuorum, DownAfter: downAfter(i), FailoverTimeout: SteadyFailoverTimeout,
 			ParallelSyncs: len(c.Lock),
 		})
@@ -291,7 +296,7 @@ func (c *Cluster) setSentinelPace(ctx context.Context, failoverTimeout, hello ti
 // It returns once every Sentinel names primary; the Sentinels find each other and the
 // replicas again within AwaitSentinels.
 func (c *Cluster) Reregister(ctx context.Context, primary Node) error {
-	host, port, err := net.SplitHostPort(primary.Addr())
+	host, port, err := net.SplitHostPort(PeerAddr(primary))
 	if err != nil {
 		return err
 	}
@@ -335,7 +340,7 @@ func (c *Cluster) awaitSentinels(ctx context.Context, primary Node) error {
 	var last error
 	for {
 		last = c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
-			return sentinelReady(ctx, sc, primary.Addr(), len(c.Lock)-1, len(c.Sentinels)-1)
+			return sentinelReady(ctx, sc, PeerAddr(primary), len(c.Lock)-1, len(c.Sentinels)-1)
 		})
 		if last == nil {
 			break
@@ -357,7 +362,7 @@ func (c *Cluster) AwaitFailoverEnd(ctx context.Context, primary Node) error {
 	var last error
 	for {
 		last = c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
-			_, err := sentinelMonitors(ctx, sc, primary.Addr())
+			_, err := sentinelMonitors(ctx, sc, PeerAddr(primary))
 			return err
 		})
 		if last == nil {

@@ -100,7 +100,7 @@ type KindInfo struct {
 // lists its kinds in its own file.
 func Kinds() []KindInfo {
 	var all []KindInfo
-	for _, family := range [][]KindInfo{clientKinds(), serverKinds(), networkKinds(), failoverKinds()} {
+	for _, family := range [][]KindInfo{clientKinds(), serverKinds(), networkKinds(), partitionKinds(), failoverKinds()} {
 		all = append(all, family...)
 	}
 	return all
@@ -150,6 +150,16 @@ func OnTopology(kind string, t cluster.Topology) error {
 			"and etcd times leases on the monotonic clock, which a wall-clock jump (what NTP does) does not move", kind)
 	case "failover":
 		return fmt.Errorf("fault %s is Redis replication's: an etcd cluster elects its leader itself (to move it, pause, crash or cut off the leader, lock-0 at the start)", kind)
+	}
+	return nil
+}
+
+// OnBackend says why a fault of kind cannot strike servers of backend ("" is the
+// process backend), nil when it can: partitions between servers need servers with a
+// network of their own.
+func OnBackend(kind, backend string) error {
+	if kind == "partition" && backend != "docker" {
+		return fmt.Errorf("fault %s cuts servers off from each other, which needs the docker backend (plan backend docker, or --backend docker): the process backend's servers share the host's loopback", kind)
 	}
 	return nil
 }

@@ -30,8 +30,16 @@ func VerifyHealed(ctx context.Context, env *Env) error {
 			if err := ping(ctx, n); err != nil {
 				problems = append(problems, fmt.Sprintf("%s does not answer: %v", n.Name(), err))
 			}
+			if in, ok := n.(cluster.IsolatableNode); ok && in.Isolated() {
+				problems = append(problems, fmt.Sprintf("%s is still cut off from the other servers", n.Name()))
+			}
 			if cn, ok := n.(cluster.ClockNode); ok && cn.FakeClock() && cn.ClockOffset() != 0 {
 				problems = append(problems, fmt.Sprintf("%s's clock is still %s off", n.Name(), cn.ClockOffset()))
+			}
+		}
+		for _, n := range cl.Sentinels {
+			if in, ok := n.(cluster.IsolatableNode); ok && in.Isolated() {
+				problems = append(problems, fmt.Sprintf("%s is still cut off from the other servers", n.Name()))
 			}
 		}
 		if cl.Net != nil {

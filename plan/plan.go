@@ -28,8 +28,12 @@ type Plan struct {
 	// (lockimpl.Option; `locklab list` shows each implementation's).
 	ImplOptions map[string]json.RawMessage `json:"impl_options,omitempty"`
 	Topology    string                     `json:"topology"`
-	Persistence string                     `json:"persistence,omitempty"`  // lock servers: none (default), aof-everysec, aof-always
-	ServerClock string                     `json:"server_clock,omitempty"` // "faketime": lock servers run under libfaketime, for clock faults
+	// Backend is what runs the servers: "process" (the default: local redis-server
+	// processes) or "docker" (containers of the locklab/redis image, each on its own
+	// network address; needed by partitions between servers).
+	Backend     string `json:"backend,omitempty"`
+	Persistence string `json:"persistence,omitempty"`  // lock servers: none (default), aof-everysec, aof-always
+	ServerClock string `json:"server_clock,omitempty"` // "faketime": lock servers run under libfaketime, for clock faults
 	// ClientClock "faketime": client processes (subprocess clients) run under libfaketime,
 	// so that client-clock faults move the clock they read themselves (Node.js, Python).
 	ClientClock string      `json:"client_clock,omitempty"`
@@ -54,6 +58,12 @@ type Plan struct {
 	// redacted (see External).
 	External *External `json:"external,omitempty"`
 }
+
+// The backends a plan can name (Plan.Backend).
+const (
+	BackendProcess = "process"
+	BackendDocker  = "docker"
+)
 
 // The workloads a plan can name.
 const (
@@ -288,6 +298,14 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 			return nil, bad(c.field, `want "real" or %q, got %q`, cluster.ClockFaketime, c.v)
 		}
 	}
+	switch p.Backend {
+	case "", BackendProcess, BackendDocker:
+	default:
+		return nil, bad("backend", "want %q or %q, got %q", BackendProcess, BackendDocker, p.Backend)
+	}
+	if r.Topology.Kind == cluster.Etcd && p.Backend == BackendDocker {
+		return nil, bad("backend", "etcd members run as local processes only; use backend %s for topology %s", BackendProcess, r.Topology)
+	}
 	if r.Topology.Kind == cluster.Etcd {
 		if field, err := cluster.EtcdRefuses(cluster.Options{Persistence: r.Persistence, ServerClock: p.ServerClock}); err != nil {
 			return nil, bad(field, "%v", err)
@@ -335,6 +353,9 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 			return nil, bad(field+".at", "%s is not before the end of the run (%s)", f.At.D(), p.Duration.D())
 		}
 		if err := faults.OnTopology(f.Kind, r.Topology); err != nil {
+			return nil, bad(field+".kind", "%v", err)
+		}
+		if err := faults.OnBackend(f.Kind, p.Backend); err != nil {
 			return nil, bad(field+".kind", "%v", err)
 		}
 		pl, err := faults.Prepare(f.Spec(), p.Clients)

@@ -12,6 +12,21 @@ import (
 	"github.com/locklab/locklab/plan"
 )
 
+// testBackends are what the fault scenarios run on, each with the same asserted
+// verdicts: local processes, and containers (without a Docker engine or the image the
+// docker subtests skip, except where clustertest.EnvRequireDocker or CI is set).
+var testBackends = []string{plan.BackendProcess, plan.BackendDocker}
+
+// onBackend is edit (may be nil) with the plan's servers on backend.
+func onBackend(backend string, edit func(*plan.Plan)) func(*plan.Plan) {
+	return func(p *plan.Plan) {
+		p.Backend = backend
+		if edit != nil {
+			edit(p)
+		}
+	}
+}
+
 // verdicts is what a test expects of some properties; properties left out are not asserted.
 type verdicts map[linearizability.Property]linearizability.Verdict
 
@@ -20,7 +35,11 @@ type verdicts map[linearizability.Property]linearizability.Verdict
 func runPlan(t testing.TB, b cluster.Backend, p plan.Plan) Report {
 	t.Helper()
 	if b == nil {
-		b = clustertest.Backend(t)
+		if p.Backend == plan.BackendDocker {
+			b = clustertest.DockerBackend(t)
+		} else {
+			b = clustertest.Backend(t)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

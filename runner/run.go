@@ -106,12 +106,14 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 	defer endExecution()
 	backend := opts.Backend
 	if backend == nil {
-		pb, perr := cluster.NewProcessBackend(cluster.ProcessOptions{})
-		if perr != nil {
-			return rep, perr
+		nb, berr := NewBackend(ctx, p.Backend)
+		if berr != nil {
+			return rep, berr
 		}
-		defer closeInto(&err, pb.Close)
-		backend = pb
+		defer closeInto(&err, nb.Close)
+		backend = nb
+	} else if p.Backend != "" && p.External == nil && p.Backend != backend.Name() {
+		return rep, fmt.Errorf("plan wants backend %s, but the run was given the %s backend", p.Backend, backend.Name())
 	}
 	cl, err := cluster.Start(ctx, backend, r.Topology, cluster.Options{
 		Persistence: r.Persistence, ServerClock: p.ServerClock,

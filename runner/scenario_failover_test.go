@@ -21,18 +21,20 @@ import (
 //     the data when the fence source itself fails over.
 func TestFailoverLoss(t *testing.T) {
 	illegal := verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.Illegal, lin.L1: lin.OK}
-	for _, name := range []string{"failover-loss", "failover-loss-manual"} {
-		for _, fencing := range []string{"off", "full"} {
-			t.Run(name+"/"+fencing, func(t *testing.T) {
-				t.Parallel()
-				rep := runPlan(t, nil, scenario(t, name, func(p *plan.Plan) { p.Fencing = fencing }))
-				assertVerdicts(t, rep, illegal)
-				assertFaultsFired(t, rep)
-				assertFailoverStruck(t, rep)
-				if t.Failed() {
-					logHistory(t, rep)
-				}
-			})
+	for _, backend := range testBackends {
+		for _, name := range []string{"failover-loss", "failover-loss-manual"} {
+			for _, fencing := range []string{"off", "full"} {
+				t.Run(backend+"/"+name+"/"+fencing, func(t *testing.T) {
+					t.Parallel()
+					rep := runPlan(t, nil, scenario(t, name, onBackend(backend, func(p *plan.Plan) { p.Fencing = fencing })))
+					assertVerdicts(t, rep, illegal)
+					assertFaultsFired(t, rep)
+					assertFailoverStruck(t, rep)
+					if t.Failed() {
+						logHistory(t, rep)
+					}
+				})
+			}
 		}
 	}
 }

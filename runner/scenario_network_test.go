@@ -25,13 +25,15 @@ func TestSlowWrite(t *testing.T) {
 		{"fenced", "full", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
 		{"fenced", "writes", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
 	}
-	for _, c := range cases {
-		t.Run(c.impl+"/"+c.fencing, func(t *testing.T) {
-			t.Parallel()
-			rep := runPlan(t, nil, scenario(t, "slow-write", func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
-			assertVerdicts(t, rep, c.want)
-			assertFaultsFired(t, rep)
-		})
+	for _, backend := range testBackends {
+		for _, c := range cases {
+			t.Run(backend+"/"+c.impl+"/"+c.fencing, func(t *testing.T) {
+				t.Parallel()
+				rep := runPlan(t, nil, scenario(t, "slow-write", onBackend(backend, func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing })))
+				assertVerdicts(t, rep, c.want)
+				assertFaultsFired(t, rep)
+			})
+		}
 	}
 }
 
@@ -51,12 +53,14 @@ func TestSlowGrant(t *testing.T) {
 		// 1's, with a smaller fence, and is refused.
 		{"fenced", "writes", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
 	}
-	for _, c := range cases {
-		t.Run(c.impl+"/"+c.fencing, func(t *testing.T) {
-			t.Parallel()
-			rep := runPlan(t, nil, scenario(t, "slow-grant", func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
-			assertVerdicts(t, rep, c.want)
-			assertFaultsFired(t, rep)
-		})
+	for _, backend := range testBackends {
+		for _, c := range cases {
+			t.Run(backend+"/"+c.impl+"/"+c.fencing, func(t *testing.T) {
+				t.Parallel()
+				rep := runPlan(t, nil, scenario(t, "slow-grant", onBackend(backend, func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing })))
+				assertVerdicts(t, rep, c.want)
+				assertFaultsFired(t, rep)
+			})
+		}
 	}
 }

@@ -20,13 +20,15 @@ type serverCase struct {
 
 func runServerCases(t *testing.T, scenarioName string, cases []serverCase) {
 	t.Helper()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			rep := runPlan(t, nil, scenario(t, scenarioName, c.edit))
-			assertVerdicts(t, rep, c.want)
-			assertFaultsFired(t, rep)
-		})
+	for _, backend := range testBackends {
+		for _, c := range cases {
+			t.Run(backend+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				rep := runPlan(t, nil, scenario(t, scenarioName, onBackend(backend, c.edit)))
+				assertVerdicts(t, rep, c.want)
+				assertFaultsFired(t, rep)
+			})
+		}
 	}
 }
 

@@ -27,13 +27,15 @@ func TestPausePastTTL(t *testing.T) {
 		{"fenced", "full", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
 		{"fenced", "writes", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
 	}
-	for _, c := range cases {
-		t.Run(c.impl+"/"+c.fencing, func(t *testing.T) {
-			t.Parallel()
-			rep := runPlan(t, nil, scenario(t, "pause-past-ttl", func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
-			assertVerdicts(t, rep, c.want)
-			assertFaultsFired(t, rep)
-		})
+	for _, backend := range testBackends {
+		for _, c := range cases {
+			t.Run(backend+"/"+c.impl+"/"+c.fencing, func(t *testing.T) {
+				t.Parallel()
+				rep := runPlan(t, nil, scenario(t, "pause-past-ttl", onBackend(backend, func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing })))
+				assertVerdicts(t, rep, c.want)
+				assertFaultsFired(t, rep)
+			})
+		}
 	}
 }
 

@@ -13,7 +13,9 @@ import (
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/runner"
 )
 
 func newCampaignCmd() *cobra.Command {
@@ -22,7 +24,7 @@ func newCampaignCmd() *cobra.Command {
 		impls, faultKinds, fencing []string
 		maxFaults                  int
 		seed                       int64
-		shard, class               string
+		shard, class, backend      string
 		calm, failOnFindings       bool
 	)
 	cmd := &cobra.Command{
@@ -61,7 +63,7 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 			}
 			fs := cmd.Flags()
 			o.Registry = reg
-			o.Space = campaign.Space{Impls: campaignTrim(impls), Faults: campaignTrim(faultKinds), Fencings: campaignTrim(fencing), MaxFaults: maxFaults, Calm: calm}
+			o.Space = campaign.Space{Impls: campaignTrim(impls), Faults: campaignTrim(faultKinds), Fencings: campaignTrim(fencing), MaxFaults: maxFaults, Calm: calm, Backend: backend}
 			if fs.Changed("max-faults") && maxFaults == 0 {
 				o.Space.MaxFaults = -1
 			}
@@ -98,6 +100,15 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 			case o.Duration == 0 && o.MaxRuns == 0:
 				return &statusError{exitError, errors.New("flags --duration and --max-runs: one must bound the campaign")}
 			}
+			if backend == plan.BackendDocker {
+				// One engine connection and one pair of networks for every run.
+				b, err := runner.NewBackend(cmd.Context(), backend)
+				if err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --backend: %w", err)}
+				}
+				defer b.Close()
+				o.Backend = b
+			}
 			if !fs.Changed("seed") {
 				seed = time.Now().UnixNano() % 1_000_000_000
 			}
@@ -128,6 +139,7 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 	f.Int64Var(&seed, "seed", 0, "campaign seed (default: from the time, printed); the same seed draws the same plans")
 	f.StringVar(&o.Out, "out", "out/campaign", "output directory: runs/, failures/, summary.json, summary.md, junit.xml, index.html")
 	f.IntVar(&o.Parallel, "parallel", 1, "plans run at once")
+	f.StringVar(&backend, "backend", "", `what runs the servers: "process" (default) or "docker" (containers; adds partitions between servers to the fault kinds)`)
 	f.StringVar(&shard, "shard", "", "run shard i/n of the plan sequence (0 ≤ i < n), for splitting a campaign across runners")
 	f.IntVar(&o.Confirm, "confirm", campaign.DefaultConfirm, "re-runs that confirm a failing plan (and each shrink candidate); 0: none and no shrinking")
 	f.DurationVar(&o.ShrinkTime, "shrink-time", campaign.DefaultShrinkTime, "time to shrink one confirmed failure (0: no shrinking)")

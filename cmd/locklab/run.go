@@ -95,6 +95,7 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.StringVar(&scenario, "scenario", "", "catalog scenario to start from (see locklab list)")
 	f.StringVar(&p.Impl, "impl", p.Impl, "lock implementation (see locklab list)")
 	f.StringVar(&p.Topology, "topology", p.Topology, "Redis topology: single, or replicated[:N] (primary, N-1 replicas, three Sentinels)")
+	f.StringVar(&p.Backend, "backend", "", `what runs the servers: "process" (local redis-server processes, the default) or "docker" (containers of locklab/redis, built by make docker-image; DOCKER_HOST is honoured)`)
 	f.IntVar(&p.Clients, "clients", p.Clients, "concurrent clients")
 	f.IntVar(&p.Keys, "keys", p.Keys, "lock keys")
 	f.DurationVar(&ttl, "ttl", p.TTL.D(), "lease duration")
@@ -173,6 +174,7 @@ func overlayFlags(fs *pflag.FlagSet, base, fl plan.Plan, ttl, dur, work, think, 
 	}
 	set("impl", func() { base.Impl = fl.Impl })
 	set("topology", func() { base.Topology = fl.Topology })
+	set("backend", func() { base.Backend = fl.Backend })
 	set("clients", func() { base.Clients = fl.Clients })
 	set("keys", func() { base.Keys = fl.Keys })
 	set("careless", func() { base.Careless = fl.Careless })

@@ -1,0 +1,149 @@
+package docker_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/clustertest"
+)
+
+func startCluster(t *testing.T, topo string, opts cluster.Options) *cluster.Cluster {
+	t.Helper()
+	b := clustertest.DockerBackend(t)
+	tp, err := cluster.ParseTopology(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, b, tp, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// A server in a container takes the process backend's faults: a pause answers nothing, a
+// kill refuses connections, a restart keeps what appendfsync always wrote, and its wall
+// clock moves under libfaketime.
+func TestServerFaults(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, "single", cluster.Options{Persistence: cluster.PersistAOFAlways, ServerClock: cluster.ClockFaketime})
+	n := c.Lock[0].(cluster.ClockNode)
+	ctx := context.Background()
+	rdb := clustertest.Client(t, n.Addr())
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := n.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err := rdb.Get(short, "k").Err()
+	cancel()
+	if err == nil {
+		t.Error("a paused server answered")
+	}
+	if err := n.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := n.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Probe(ctx, n.Addr(), 0); err == nil {
+		t.Error("a killed server answered")
+	}
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fresh := clustertest.Client(t, n.Addr())
+	if v, err := fresh.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Errorf("after restart with appendfsync always: GET k = %q, %v; want v", v, err)
+	}
+
+	if err := n.SetClock(30*time.Second, 1); err != nil {
+		t.Fatal(err)
+	}
+	now, err := fresh.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ahead := time.Until(now); ahead < 29*time.Second || ahead > 31*time.Second {
+		t.Errorf("server clock %s ahead after SetClock(30s), want about 30s", ahead)
+	}
+}
+
+// Isolating the primary of a replicated topology from the other servers is a partition:
+// the Sentinels promote a replica, while clients still reach the old primary, which keeps
+// serving as a master; after Rejoin the Sentinels make it a replica of the new primary.
+func TestIsolatedPrimaryIsFailedOver(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, "replicated:3", cluster.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old := c.Lock[0]
+	if p, err := c.Primary(ctx); err != nil || p != old {
+		t.Fatalf("primary at start: %v, %v; want %s", p, err, old.Name())
+	}
+	if err := c.PrepareFailover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.(cluster.IsolatableNode).Isolate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	promoted, err := c.AwaitPrimary(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s promoted", promoted.Name())
+	if role, err := c.Role(ctx, old); err != nil || role != "master" {
+		t.Errorf("isolated old primary: role %q, %v; want master (split brain)", role, err)
+	}
+	if err := clustertest.Client(t, old.Addr()).Set(ctx, "minority", "1", 0).Err(); err != nil {
+		t.Errorf("a client cannot write to the isolated old primary: %v", err)
+	}
+	if err := old.(cluster.IsolatableNode).Rejoin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		role, err := c.Role(ctx, old)
+		if err == nil && role == "slave" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("old primary after rejoin: role %q, %v; want slave", role, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := c.SteadySentinels(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Redlock's independent nodes and the store run side by side.
+func TestNodes(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, "nodes:3", cluster.Options{})
+	ctx := context.Background()
+	for i, n := range c.Nodes() {
+		if err := clustertest.Client(t, n.Addr()).Set(ctx, "k", strconv.Itoa(i), 0).Err(); err != nil {
+			t.Errorf("%s: %v", n.Name(), err)
+		}
+	}
+	if len(c.Nodes()) != 4 {
+		t.Errorf("%d servers, want 3 lock servers and the store", len(c.Nodes()))
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Probe(ctx, c.Lock[0].Addr(), 0); err == nil || errors.Is(err, context.Canceled) {
+		t.Errorf("a closed cluster's server answers")
+	}
+}

@@ -1,0 +1,134 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/locklab/locklab/cluster"
+)
+
+// partitionKinds are the partitions between servers: a backend whose servers have a
+// network of their own (the docker backend) cuts some of them off it. The process
+// backend's servers all talk over the host's loopback, where nothing can come between
+// two of them; its network faults act on the links between clients and servers.
+func partitionKinds() []KindInfo {
+	return []KindInfo{{
+		Name: "partition",
+		Description: "each target server is cut off from every other server of the cluster (replication, Sentinel's pings and votes) for the duration: " +
+			"the docker backend disconnects its container from the servers' network, as Jepsen partitions hosts. Clients still reach it through their links, " +
+			"so a primary cut off from its replicas and Sentinels keeps serving the clients that still talk to it while the others elect a new one (split brain); " +
+			"net-blackhole on client links puts each client on one side. Healing reconnects them; a Sentinel then turns an old primary into a replica, and what only it had is lost",
+		Targets:   "server names separated by commas: redis-N, lock-N, sentinel-N, store",
+		build:     buildPartition,
+		ownWindow: true,
+	}}
+}
+
+func buildPartition(s Spec) (Fault, error) {
+	switch {
+	case s.Duration <= 0:
+		return nil, fmt.Errorf("fault %s needs a duration: it lasts until healed", s.Kind)
+	case s.Latency != 0 || s.Jitter != 0 || s.Direction != "" || s.Offset != 0 || s.Rate != 0 || s.Mode != "":
+		return nil, fmt.Errorf("fault %s takes no latency, jitter, direction, offset, rate or mode", s.Kind)
+	}
+	names := strings.Split(s.Target, ",")
+	for i, name := range names {
+		names[i] = strings.TrimSpace(name)
+		if names[i] == "" || names[i] == "any" || strings.HasPrefix(names[i], "client:") || strings.Contains(names[i], "->") {
+			return nil, fmt.Errorf("fault %s: target %q: want server names separated by commas (redis-0,sentinel-0)", s.Kind, s.Target)
+		}
+	}
+	return &partition{spec: s, names: names, window: -1}, nil
+}
+
+// partition is the partition kind: Isolate at Inject, Rejoin at Heal.
+type partition struct {
+	spec  Spec
+	names []string
+
+	mu     sync.Mutex
+	cut    []cluster.IsolatableNode // isolated by Inject and not rejoined yet
+	window int
+}
+
+// nodes are the target servers, each one that can be isolated.
+func (p *partition) nodes(env *Env) ([]cluster.IsolatableNode, error) {
+	if env.Cluster == nil {
+		return nil, fmt.Errorf("fault %s on %s: %w", p.spec.Kind, p.spec.Target, ErrNeedsCluster)
+	}
+	all := append(env.Cluster.Nodes(), env.Cluster.Sentinels...)
+	var out []cluster.IsolatableNode
+	for _, name := range p.names {
+		var found cluster.Node
+		var known []string
+		for _, n := range all {
+			known = append(known, n.Name())
+			if n.Name() == name {
+				found = n
+			}
+		}
+		if found == nil {
+			return nil, fmt.Errorf("fault %s: target %q: no such server (servers: %s)", p.spec.Kind, name, strings.Join(known, ", "))
+		}
+		in, ok := found.(cluster.IsolatableNode)
+		if !ok {
+			return nil, fmt.Errorf("fault %s: %s cannot be cut off from the other servers: its servers share the host's loopback; "+
+				"partitions between servers need the docker backend (--backend docker)", p.spec.Kind, name)
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// Available says why the targets cannot be isolated in env.
+func (p *partition) Available(env *Env) error {
+	_, err := p.nodes(env)
+	return err
+}
+
+// Inject cuts every target off; on a failure the ones already cut off are rejoined.
+func (p *partition) Inject(ctx context.Context, env *Env) error {
+	nodes, err := p.nodes(env)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, n := range nodes {
+		if err := n.Isolate(ctx); err != nil {
+			p.cut = append(p.cut, n) // it may be half cut off: Heal rejoins it
+			return errors.Join(err, p.healLocked(ctx))
+		}
+		p.cut = append(p.cut, n)
+	}
+	p.window = openWindow(env, p.spec, fmt.Sprintf("%s cut off from the other servers (docker network disconnect) for %s",
+		strings.Join(p.names, ", "), p.spec.Duration))
+	return nil
+}
+
+// Heal rejoins every server cut off; one that fails stays for the next Heal.
+func (p *partition) Heal(ctx context.Context, env *Env) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	err := p.healLocked(ctx)
+	if len(p.cut) == 0 {
+		closeWindow(env, &p.window)
+	}
+	return err
+}
+
+func (p *partition) healLocked(ctx context.Context) error {
+	var errs []error
+	var left []cluster.IsolatableNode
+	for _, n := range p.cut {
+		if err := n.Rejoin(ctx); err != nil {
+			errs = append(errs, err)
+			left = append(left, n)
+		}
+	}
+	p.cut = left
+	return errors.Join(errs...)
+}
