@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/locklab
 OUT     ?= out
 
-.PHONY: all apt-deps browser-deps deps node-deps detection build demo docs test vet fuzz bench bench-jobs tla matrix clean
+.PHONY: all apt-deps browser-deps deps docker-engine docker-image node-deps detection build demo docs test vet fuzz bench bench-jobs tla matrix clean
 
 all: build
 
@@ -18,6 +18,17 @@ browser-deps:
 
 deps: apt-deps node-deps
 	@./scripts/build-redis-libc.sh >/dev/null
+
+# The docker backend (--backend docker): a Docker engine (docker-engine starts Debian's
+# docker.io in the background when none answers; scripts/docker-engine.sh stop ends it)
+# and the locklab/redis image, built without any registry by debootstrap and docker
+# import, and reused once built. Both need root. Without them the docker backend's tests
+# skip, except where LOCKLAB_REQUIRE_DOCKER or CI is set (.ci/run sets it).
+docker-engine:
+	@./scripts/docker-engine.sh start
+
+docker-image: apt-deps docker-engine
+	@./scripts/build-docker-image.sh
 
 # The Node.js example client of the subprocess protocol (ioredis, pinned in its lock file).
 node-deps: clients/node/node_modules/.package-lock.json

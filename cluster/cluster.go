@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 
 	"github.com/locklab/locklab/cluster/netproxy"
 )
@@ -66,19 +68,35 @@ func Start(ctx context.Context, b Backend, t Topology, opts Options) (*Cluster, 
 			return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
 		}
 	}
-	for i := range lockCount {
-		n, err := b.StartNode(ctx, opts.lockNode(fmt.Sprintf("lock-%d", i)))
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
+	// The lock servers and the store at once: a container takes a quarter of a second to
+	// start, a process a few milliseconds.
+	nodes, err := startAll(lockCount+1, func(i int) (Node, error) {
+		if i == lockCount {
+			return b.StartNode(ctx, NodeConfig{Name: "store"})
 		}
-		c.Lock = append(c.Lock, n)
+		return b.StartNode(ctx, opts.lockNode(fmt.Sprintf("lock-%d", i)))
+	})
+	if n := len(nodes); n > 0 && nodes[n-1].Name() == "store" {
+		c.Store, nodes = nodes[n-1], nodes[:n-1]
 	}
-	store, err := b.StartNode(ctx, NodeConfig{Name: "store"})
+	c.Lock = append(c.Lock, nodes...)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("start store on %s backend: %w", b.Name(), err), c.Close())
+		return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
 	}
-	c.Store = store
 	return c, nil
+}
+
+// startAll starts n servers at once, start(i) the i-th, and returns those that started,
+// in order, with every error.
+func startAll(n int, start func(i int) (Node, error)) ([]Node, error) {
+	nodes := make([]Node, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { nodes[i], errs[i] = start(i) })
+	}
+	wg.Wait()
+	return slices.DeleteFunc(nodes, func(n Node) bool { return n == nil }), errors.Join(errs...)
 }
 
 // LockAddrs are the lock servers' addresses, in order.
@@ -142,11 +160,20 @@ func (c *Cluster) Close() error {
 			errs = append(errs, fmt.Errorf("close network: %w", err))
 		}
 	}
-	// Sentinels first, so that they never fail over a primary that is being stopped.
-	for _, n := range append(append([]Node(nil), c.Sentinels...), c.Nodes()...) {
-		if err := n.Stop(context.Background()); err != nil {
-			errs = append(errs, fmt.Errorf("stop %s: %w", n.Name(), err))
+	// Sentinels first, so that they never fail over a primary that is being stopped; the
+	// servers of each group at once.
+	for _, group := range [][]Node{c.Sentinels, c.Nodes()} {
+		stopErrs := make([]error, len(group))
+		var wg sync.WaitGroup
+		for i, n := range group {
+			wg.Go(func() {
+				if err := n.Stop(context.Background()); err != nil {
+					stopErrs[i] = fmt.Errorf("stop %s: %w", n.Name(), err)
+				}
+			})
 		}
+		wg.Wait()
+		errs = append(errs, stopErrs...)
 	}
 	return errors.Join(errs...)
 }

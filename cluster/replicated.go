@@ -29,14 +29,14 @@ func (c *Cluster) startReplicated(ctx context.Context, b Backend, opts Options) 
 	if !ok {
 		return fmt.Errorf("topology %s: the %s backend cannot run Redis Sentinel", c.Topology, b.Name())
 	}
-	for i := range c.Topology.Nodes {
+	nodes, err := startAll(c.Topology.Nodes, func(i int) (Node, error) {
 		cfg := opts.lockNode(fmt.Sprintf("redis-%d", i))
 		cfg.ExtraArgs = append(cfg.ExtraArgs, replicationArgs...)
-		n, err := b.StartNode(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		c.Lock = append(c.Lock, n)
+		return b.StartNode(ctx, cfg)
+	})
+	c.Lock = append(c.Lock, nodes...)
+	if err != nil {
+		return err
 	}
 	primary := c.Lock[0]
 	for _, r := range c.Lock[1:] {

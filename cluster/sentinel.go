@@ -138,18 +138,18 @@ func (b *ProcessBackend) StartSentinel(ctx context.Context, cfg SentinelConfig) 
 // startSentinels starts the topology's Sentinels, monitoring primary, and waits until they
 // know each other and every replica.
 func (c *Cluster) startSentinels(ctx context.Context, sb SentinelBackend, primary Node) error {
-	for i := range sentinelCount {
-		s, err := sb.StartSentinel(ctx, SentinelConfig{
+	sentinels, err := startAll(sentinelCount, func(i int) (Node, error) {
+		return sb.StartSentinel(ctx, SentinelConfig{
 			Name: fmt.Sprintf("sentinel-%d", i), Master: MasterName, MasterAddr: PeerAddr(primary),
 			Quorum: sentinelQuorum, DownAfter: downAfter(i), FailoverTimeout: SteadyFailoverTimeout,
 			ParallelSyncs: len(c.Lock),
 		})
-		if err != nil {
-			return err
-		}
-		c.Sentinels = append(c.Sentinels, s)
+	})
+	c.Sentinels = append(c.Sentinels, sentinels...)
+	if err != nil {
+		return err
 	}
-	err := c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
+	err = c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
 		return sentinelDebug(ctx, sc, "ping-period", sentinelPingPeriod)
 	})
 	if err != nil {

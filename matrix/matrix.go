@@ -59,7 +59,10 @@ type Options struct {
 	Repeat    int                // runs per cell (seeds: the scenario's seed + 0 … Repeat-1); default 1
 	Nodes     int                // servers when a "nodes" implementation plays a single-server scenario; default 5
 	Parallel  int                // runs at the same time, each on servers of its own; default 1
-	Out       string             // directory for matrix.json, matrix.md, matrix.html and runs/ (required)
+	// Backend runs every cell's servers ("process" or "docker"); "" leaves each scenario's
+	// own (the process backend unless it needs docker).
+	Backend string
+	Out     string // directory for matrix.json, matrix.md, matrix.html and runs/ (required)
 	// Command is the command line recorded as having produced the matrix.
 	Command      string
 	CheckTimeout time.Duration // per property; 0: linearizability's default
@@ -224,10 +227,17 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		dir       string
 	}
 	var jobs []job
+	dockerMissing := dockerUnavailable(ctx, opts.Backend, scenarios)
 	for _, fencing := range opts.Fencings {
 		for _, s := range scenarios {
+			if opts.Backend != "" {
+				s.Backend = opts.Backend
+			}
 			for _, impl := range impls {
 				c, p := PlanCell(opts.Registry, s, impl, fencing, opts.Nodes)
+				if c.Status == CellPlanned && p.Backend == plan.BackendDocker && dockerMissing != nil {
+					c.Status, c.Reason = CellNA, "needs the docker backend, which is unavailable here: "+dockerMissing.Error()
+				}
 				res.Cells = append(res.Cells, c)
 				if c.Status != CellPlanned {
 					continue
@@ -340,6 +350,8 @@ func (o Options) resolve() (Options, []plan.Plan, []lockimpl.Impl, error) {
 		return o, nil, nil, bad("nodes", "want at least 1 node, got %d", o.Nodes)
 	case o.Parallel < 1:
 		return o, nil, nil, bad("parallel", "want at least 1, got %d", o.Parallel)
+	case o.Backend != "" && o.Backend != plan.BackendProcess && o.Backend != plan.BackendDocker:
+		return o, nil, nil, bad("backend", "want %s or %s, got %q", plan.BackendProcess, plan.BackendDocker, o.Backend)
 	case o.Out == "":
 		return o, nil, nil, bad("out", "a directory for the matrix and its runs is required")
 	}
@@ -727,6 +739,23 @@ func (m Result) Cell(scenario, impl, fencing string) (Cell, bool) {
 // relPath joins parts of a path relative to the matrix directory, with forward slashes: the
 // form links and matrix.json use on every system.
 func relPath(parts ...string) string { return strings.Join(parts, "/") }
+
+// dockerUnavailable says why the docker backend cannot run, when the matrix needs it
+// (backend docker, or a scenario that needs it); nil when it can or is not needed.
+func dockerUnavailable(ctx context.Context, backend string, scenarios []plan.Plan) error {
+	needed := backend == plan.BackendDocker
+	for _, s := range scenarios {
+		needed = needed || s.Backend == plan.BackendDocker
+	}
+	if !needed {
+		return nil
+	}
+	b, err := runner.NewBackend(ctx, plan.BackendDocker)
+	if err != nil {
+		return err
+	}
+	return b.Close()
+}
 
 // redisVersion is the version of the redis-server runs use ("7.0.15"), or why it is unknown.
 func redisVersion() string {

@@ -28,6 +28,10 @@ start() {
   fi
   [ "$(id -u)" -eq 0 ] || { say "dockerd must be started as root (or start your engine yourself)"; exit 1; }
   mkdir -p "$dir"
+  # A dockerd killed hard leaves its own pid file, which stops the next one.
+  if [ -f "$dir/dockerd.own.pid" ] && ! kill -0 "$(cat "$dir/dockerd.own.pid")" 2>/dev/null; then
+    rm -f "$dir/dockerd.own.pid"
+  fi
   say "starting dockerd (log $dir/dockerd.log) ..."
   dockerd --pidfile "$dir/dockerd.own.pid" >"$dir/dockerd.log" 2>&1 &
   echo $! >"$pidfile"

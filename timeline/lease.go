@@ -33,7 +33,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 	index := func(name string) int {
 		return slices.IndexFunc(servers, func(s serverLane) bool { return s.name == name })
 	}
-	var failovers []histories.FaultWindow
+	var failovers, partitions []histories.FaultWindow
 	var evs []leaseEvent
 	for n, i := range order {
 		op := &h.Ops[i]
@@ -50,6 +50,9 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 		f := &h.Faults[i]
 		if f.Kind == "failover" {
 			failovers = append(failovers, *f)
+		}
+		if f.Kind == "partition" {
+			partitions = append(partitions, *f)
 		}
 		if f.Kind == "failover" || (f.Kind == "server-clock" && f.Offset != 0) || (f.Kind == "server-crash" && forgets(h.Meta)) {
 			evs = append(evs, leaseEvent{at: f.Start, order: len(order) + i, fault: f})
@@ -73,7 +76,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 			}
 		}
 	}
-	unrecorded := false
+	unrecorded, split := false, false
 	// on returns the servers an acquire ok put its lease on, and whether that is known.
 	on := func(op *histories.Op) ([]int, bool) {
 		all := make([]int, len(servers))
@@ -84,6 +87,14 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 		case "single":
 			return []int{0}, true
 		case "replicated":
+			for _, f := range partitions {
+				if f.Start <= op.Call && (f.End < 0 || op.Call < f.End) {
+					// Both sides of a partition may have a primary: which one granted is
+					// not recorded.
+					split = true
+					return all, false
+				}
+			}
 			primary := 0
 			for _, f := range failovers {
 				if f.Start <= op.Call && index(f.Promoted) >= 0 {
@@ -137,7 +148,10 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 				if i, ok := current[slot{s, op.Key}]; ok {
 					l := &out[i]
 					l.superseded = true // what later releases and extends refer to is the new one
-					if l.end() > op.Call {
+					// Two grants to different clients, neither on a known server, may sit on
+					// different servers (a partition's two primaries, a Redlock minority):
+					// neither proves the other lease gone.
+					if l.end() > op.Call && (known || !l.unsure || l.process == op.Process) {
 						l.cut, l.why = op.Call, fmt.Sprintf("the server granted it to client %d at %s", op.Client, secs(op.Call))
 					}
 				}
@@ -177,6 +191,9 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 	var notes []string
 	if unrecorded {
 		notes = append(notes, fmt.Sprintf("%s does not record which nodes granted a lease: drawn dashed on every node", cmp.Or(h.Meta.Impl, "the implementation")))
+	}
+	if split {
+		notes = append(notes, "while servers were partitioned, either side's primary may have granted a lease (which one is not recorded): drawn dashed on every data node")
 	}
 	if topo == "etcd" {
 		notes = append(notes, "etcd: the cluster holds a lease by consensus, drawn dashed on every member")

@@ -21,6 +21,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	stdlog "log"
 	"math/rand/v2"
 	"net/netip"
 	"net/url"
@@ -33,6 +35,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 
 	"github.com/locklab/locklab/cluster"
@@ -64,11 +67,16 @@ type Options struct {
 	// server, mounted as its /data when the engine is local: logs, data, clock file);
 	// "" means the system's temp dir, removed by Close.
 	Dir string
+	// Log receives testcontainers' own messages (its banner, each container made);
+	// nil discards them.
+	Log io.Writer
 }
 
 // Backend runs servers as containers of one Docker engine: the local one, or the one
 // DOCKER_HOST names.
 type Backend struct {
+	serial  *serial
+	logger  tclog.Logger
 	cli     *testcontainers.DockerClient
 	image   string
 	id      string
@@ -107,6 +115,13 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 			return nil, fmt.Errorf("docker backend: %w", err)
 		}
 	}
+	// Testcontainers prints its banner through its process-wide default logger, which
+	// its package offers no other way to quiet.
+	logger := tclog.NewNoopLogger()
+	if opts.Log != nil {
+		logger = stdlog.New(opts.Log, "testcontainers: ", stdlog.LstdFlags)
+	}
+	tclog.SetDefault(logger)
 	local, host, err := engineHost(os.Getenv("DOCKER_HOST"))
 	if err != nil {
 		return nil, err
@@ -132,15 +147,18 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	hostname, _ := os.Hostname()
 	b := &Backend{
-		cli: cli, image: image, id: randomID(), owner: hostname + "/" + strconv.Itoa(os.Getpid()),
+		serial: newSerial(os.Getenv("DOCKER_HOST")),
+		logger: logger,
+		cli:    cli, image: image, id: randomID(), owner: Owner(os.Getpid()),
 		local: local, host: host, keepDir: opts.Dir != "", usedIP: map[netip.Addr]bool{},
 	}
-	if err := b.sweep(ctx, hostname); err != nil {
+	if err := b.serial.do(func() error { return b.sweep(ctx, hostname) }); err != nil {
 		cli.Close()
-		return nil, err
+		return nil, errors.Join(err, b.serial.close())
 	}
 	if b.root, err = os.MkdirTemp(opts.Dir, "locklab-docker-"); err != nil {
 		cli.Close()
+		b.serial.close()
 		return nil, fmt.Errorf("docker backend: make directory: %w", err)
 	}
 	return b, nil
@@ -179,6 +197,10 @@ func (b *Backend) ensureNetworks(ctx context.Context) error {
 	if b.nets != nil {
 		return nil
 	}
+	return b.serial.do(func() error { return b.makeNetworks(ctx) })
+}
+
+func (b *Backend) makeNetworks(ctx context.Context) error {
 	labels := map[string]string{labelOwner: b.owner, labelBackend: b.id}
 	ports, err := tcnetwork.New(ctx,
 		tcnetwork.WithDriver("bridge"), tcnetwork.WithLabels(labels),
@@ -310,12 +332,14 @@ func (b *Backend) Close() error {
 	}
 	wg.Wait()
 	if nets != nil {
-		errs = append(errs, nets.peers.Remove(ctx), nets.ports.Remove(ctx))
+		errs = append(errs, b.serial.do(func() error {
+			return errors.Join(ignoreNotFound(nets.peers.Remove(ctx)), ignoreNotFound(nets.ports.Remove(ctx)))
+		}))
 	}
 	if !b.keepDir && b.root != "" {
 		errs = append(errs, os.RemoveAll(b.root))
 	}
-	errs = append(errs, b.cli.Close())
+	errs = append(errs, b.cli.Close(), b.serial.close())
 	return errors.Join(errs...)
 }
 
@@ -363,4 +387,49 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
+}
+
+// Owner is the value of the owner label on what the process with pid on this host makes.
+func Owner(pid int) string {
+	hostname, _ := os.Hostname()
+	return hostname + "/" + strconv.Itoa(pid)
+}
+
+// Leftovers names the containers and networks on the engine that carry owner as their
+// owner label ("" for any locklab owner): what is left of backends not closed.
+func Leftovers(ctx context.Context, owner string) ([]string, error) {
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the Docker engine: %w", err)
+	}
+	defer cli.Close()
+	label := labelOwner
+	if owner != "" {
+		label += "=" + owner
+	}
+	filter := client.Filters{}.Add("label", label)
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	var out []string
+	for _, c := range cs.Items {
+		out = append(out, "container "+strings.Join(c.Names, ","))
+	}
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	for _, n := range ns.Items {
+		out = append(out, "network "+n.Name)
+	}
+	return out, nil
+}
+
+func containerFilter(labels map[string]bool) client.ContainerListOptions {
+	return client.ContainerListOptions{All: true, Filters: client.Filters{"label": labels}}
+}
+
+func networkFilter(labels map[string]bool) client.NetworkListOptions {
+	return client.NetworkListOptions{Filters: client.Filters{"label": labels}}
 }

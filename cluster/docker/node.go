@@ -98,7 +98,7 @@ func (b *Backend) start(ctx context.Context, s spec) (*Node, error) {
 			return nil, err
 		}
 		n.addr = net.JoinHostPort(b.host, strconv.Itoa(port))
-		err = n.create(ctx, s, seq, attempt, port)
+		err = n.b.serial.do(func() error { return n.create(ctx, s, seq, attempt, port) })
 		if err == nil {
 			err = n.startAndAwait(ctx)
 		}
@@ -167,7 +167,7 @@ func (n *Node) create(ctx context.Context, s spec, seq, attempt, hostPort int) e
 			}
 		},
 	}
-	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{ContainerRequest: req, Started: false})
+	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{ContainerRequest: req, Started: false, Logger: b.logger})
 	if c != nil {
 		n.id = c.GetContainerID()
 	}
@@ -198,7 +198,11 @@ func (n *Node) startAndAwait(ctx context.Context) error {
 			return fmt.Errorf("start %s: %w", n.name, err)
 		}
 	}
-	if _, err := n.b.cli.ContainerStart(ctx, n.id, client.ContainerStartOptions{}); err != nil {
+	err := n.b.serial.do(func() error {
+		_, err := n.b.cli.ContainerStart(ctx, n.id, client.ContainerStartOptions{})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("start container of %s: %w", n.name, err)
 	}
 	n.mu.Lock()
@@ -308,6 +312,10 @@ func (n *Node) Kill(ctx context.Context) error {
 // killLocked SIGKILLs the container and waits for it to stop, bounded by killWait rather
 // than a caller's ctx. Caller holds mu.
 func (n *Node) killLocked() error {
+	return n.b.serial.do(n.kill)
+}
+
+func (n *Node) kill() error {
 	ctx, cancel := context.WithTimeout(context.Background(), killWait)
 	defer cancel()
 	wait := n.b.cli.ContainerWait(ctx, n.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
@@ -362,8 +370,11 @@ func (n *Node) remove(ctx context.Context) error {
 	if n.paused {
 		_, _ = n.b.cli.ContainerUnpause(ctx, n.id, client.ContainerUnpauseOptions{})
 	}
-	_, err := n.b.cli.ContainerRemove(context.WithoutCancel(ctx), n.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err = ignoreNotFound(err); err != nil {
+	err := n.b.serial.do(func() error {
+		_, err := n.b.cli.ContainerRemove(context.WithoutCancel(ctx), n.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		return ignoreNotFound(err)
+	})
+	if err != nil {
 		return fmt.Errorf("remove container of %s: %w", n.name, err)
 	}
 	n.id, n.running, n.paused = "", false, false
@@ -378,7 +389,11 @@ func (n *Node) Isolate(ctx context.Context) error {
 	if n.isolated {
 		return nil
 	}
-	if _, err := n.b.cli.NetworkDisconnect(ctx, n.b.nets.peers.ID, client.NetworkDisconnectOptions{Container: n.id, Force: true}); err != nil {
+	err := n.b.serial.do(func() error {
+		_, err := n.b.cli.NetworkDisconnect(ctx, n.b.nets.peers.ID, client.NetworkDisconnectOptions{Container: n.id, Force: true})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("isolate %s (docker network disconnect): %w", n.name, err)
 	}
 	n.isolated = true
@@ -392,7 +407,7 @@ func (n *Node) Rejoin(ctx context.Context) error {
 	if !n.isolated {
 		return nil
 	}
-	if err := n.connectPeers(ctx); err != nil {
+	if err := n.b.serial.do(func() error { return n.connectPeers(ctx) }); err != nil {
 		return err
 	}
 	n.isolated = false

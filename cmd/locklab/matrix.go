@@ -27,7 +27,7 @@ func newMatrixCmd() *cobra.Command {
 	var (
 		impls, scenarios, fencings []string
 		repeat, parallel, nodes    int
-		out, readme                string
+		out, readme, backend       string
 		checkTimeout               time.Duration
 	)
 	cmd := &cobra.Command{
@@ -79,7 +79,7 @@ finished are written, marked incomplete, and FILE is left alone).`,
 			progress := newProgress(stderr)
 			opts := matrix.Options{
 				Registry: reg, Impls: trimAll(impls), Scenarios: trimAll(scenarios), Fencings: trimAll(fencings),
-				Repeat: repeat, Nodes: nodes, Parallel: parallel, Out: out, CheckTimeout: checkTimeout,
+				Repeat: repeat, Nodes: nodes, Parallel: parallel, Out: out, CheckTimeout: checkTimeout, Backend: backend,
 				Command: commandLine(cmd), Progress: progress.event,
 			}
 			start := time.Now()
@@ -125,6 +125,7 @@ finished are written, marked incomplete, and FILE is left alone).`,
 	f.StringSliceVar(&fencings, "fencing", nil, "fencing modes: off, writes, full (default off,full)")
 	f.IntVar(&repeat, "repeat", 1, "runs per cell (R); seeds are each scenario's seed + 0 … R-1")
 	f.IntVar(&parallel, "parallel", 1, "runs at the same time, each on servers of its own")
+	f.StringVar(&backend, "backend", "", `what runs every cell's servers: "process" or "docker" (default: each scenario's own; split-brain needs docker)`)
 	f.IntVar(&nodes, "nodes", 5, "servers when an implementation for independent nodes (Redlock) plays a single-server scenario")
 	f.StringVar(&out, "out", filepath.Join("out", "matrix"), "directory for matrix.json, matrix.md, matrix.html, index.html and the runs")
 	f.StringVar(&readme, "readme", "", "Markdown file whose table between "+matrixBegin+" and "+matrixEnd+" is replaced")

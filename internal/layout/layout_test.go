@@ -20,7 +20,9 @@ const maxLines = 2100
 // overLimit are the packages allowed more for now, each with its limit: cluster (2,345
 // lines: the Redis topologies, Sentinel and etcd's members) owes its replication and
 // Sentinel code (replicated.go, sentinel.go) a package of its own.
-var overLimit = map[string]int{"cluster": 2400}
+// faults (2,232 lines: every fault family) owes its network faults (network.go,
+// partition.go) a package of their own.
+var overLimit = map[string]int{"cluster": 2400, "faults": 2300}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
@@ -125,19 +127,21 @@ func TestDesignListsEveryPackage(t *testing.T) {
 // package of an earlier stage (or the same one, for a package and its subpackages).
 var stage = map[string]int{
 	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0, "internal/mdblock": 0, "internal/browsertest": 0,
-	"histories":       1,
-	"linearizability": 2,
-	"timeline":        3,
-	"cluster":         4, // and its subpackages: access, clustertest, netproxy, faketime, etcd
-	"lockimpl":        5, // and libs, subprocess, locktest
-	"workload":        6, "locks": 6,
-	"faults": 7,
-	"plan":   8,
-	"runner": 9, "tla/bridge": 9,
-	"campaign/expect": 10,
-	"campaign":        11, "matrix": 11, "jobsbench": 11,
-	"report":      12,
-	"cmd/locklab": 13, "cmd/locklab-lockserve": 13,
+	"histories":           1,
+	"linearizability":     2,
+	"timeline":            3,
+	"cluster":             4, // and its subpackages: access, netproxy, faketime, etcd
+	"cluster/docker":      5, // a backend of cluster, on the shared pieces (faketime)
+	"cluster/clustertest": 6, // test helpers for every backend
+	"lockimpl":            7, // and libs, subprocess, locktest
+	"workload":            8, "locks": 8,
+	"faults": 9,
+	"plan":   10,
+	"runner": 11, "tla/bridge": 11,
+	"campaign/expect": 12,
+	"campaign":        13, "matrix": 13, "jobsbench": 13,
+	"report":      14,
+	"cmd/locklab": 15, "cmd/locklab-lockserve": 15,
 }
 
 // TestImportsFollowTheFlow: no package imports one that comes later in the flow, campaign

@@ -1,0 +1,102 @@
+package docker
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/cluster"
+)
+
+// newTestBackend is a backend for this package's own tests; it fails where the docker
+// backend is required (the clustertest helper cannot be used here: it imports this package).
+func newTestBackend(t *testing.T) *Backend {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := New(ctx, Options{Dir: t.TempDir()})
+	if err != nil {
+		if os.Getenv("LOCKLAB_REQUIRE_DOCKER") != "" || os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skipf("docker backend unavailable: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// leftovers are the backend's containers and networks still on the engine.
+func leftovers(t *testing.T, b *Backend) []string {
+	t.Helper()
+	ctx := context.Background()
+	filter := map[string]bool{labelBackend + "=" + b.id: true}
+	var out []string
+	cs, err := b.cli.ContainerList(ctx, containerFilter(filter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Items {
+		out = append(out, c.Names...)
+	}
+	ns, err := b.cli.NetworkList(ctx, networkFilter(filter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns.Items {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// Close removes every container (running, paused, killed) and both networks.
+func TestCloseRemovesEverything(t *testing.T) {
+	t.Parallel()
+	b := newTestBackend(t)
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, b, cluster.Topology{Kind: cluster.Replicated, Nodes: 2}, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Lock[0].Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Lock[1].Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sentinels[0].(cluster.IsolatableNode).Isolate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := leftovers(t, b); len(got) != 2+3+1+2 {
+		t.Errorf("before Close: %d containers and networks (%v), want 8", len(got), got)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := leftovers(t, b); len(got) > 0 {
+		t.Errorf("left after Close: %v", got)
+	}
+}
+
+// What a locklab process killed without a chance to close its backend left behind is
+// removed by the next backend made on the same host.
+func TestNewRemovesWhatADeadProcessLeft(t *testing.T) {
+	t.Parallel()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	orphan := newTestBackend(t)
+	orphan.owner = Owner(dead.Process.Pid) // as if that process had made it
+	if _, err := orphan.StartNode(context.Background(), cluster.NodeConfig{Name: "orphan"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := leftovers(t, orphan); len(got) != 3 {
+		t.Fatalf("orphan backend has %v, want a container and two networks", got)
+	}
+	newTestBackend(t)
+	if got := leftovers(t, orphan); len(got) > 0 {
+		t.Errorf("a new backend left what a dead process made: %v", got)
+	}
+}

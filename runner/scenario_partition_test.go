@@ -1,0 +1,59 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/histories"
+	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/locks"
+	"github.com/locklab/locklab/plan"
+)
+
+// split-brain (docker backend only): the primary and one Sentinel are cut off from the
+// other servers, and each client reaches one side. Two primaries grant the lock:
+//   - P1: client 0 holds on the old primary while client 1 holds on the new one.
+//   - P3: the new primary's fences repeat the old one's (it counts from the count at the
+//     cut), so a later grant carries a smaller fence.
+//   - P2: without fencing updates are lost; with fencing full the store refuses the
+//     majority's smaller fences, so the data survives, at the cost of refusing the
+//     side that will win once the partition heals.
+func TestSplitBrain(t *testing.T) {
+	cases := []struct {
+		fencing string
+		want    verdicts
+	}{
+		{"off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.Illegal, lin.L1: lin.OK}},
+		{"full", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.Illegal, lin.L1: lin.OK}},
+	}
+	for _, c := range cases {
+		t.Run(c.fencing, func(t *testing.T) {
+			t.Parallel()
+			rep := runPlan(t, nil, scenario(t, "split-brain", withFencing(c.fencing)))
+			assertVerdicts(t, rep, c.want)
+			assertFaultsFired(t, rep)
+			h, err := histories.Load(rep.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range h.Faults {
+				if w.Kind == "partition" && !strings.Contains(w.Detail, "redis-0, sentinel-0 cut off") {
+					t.Errorf("partition window %q: want redis-0 and sentinel-0 cut off", w.Detail)
+				}
+			}
+			if t.Failed() {
+				logHistory(t, rep)
+			}
+		})
+	}
+}
+
+// A partition between servers is refused, naming the field, on the process backend,
+// where every server shares the host's loopback.
+func TestPartitionNeedsDocker(t *testing.T) {
+	p := scenario(t, "split-brain", func(p *plan.Plan) { p.Backend = plan.BackendProcess })
+	_, err := p.Resolve(locks.All())
+	if err == nil || !strings.Contains(err.Error(), "faults[0].kind") || !strings.Contains(err.Error(), "docker backend") {
+		t.Fatalf("split-brain on the process backend: %v; want an error on faults[0].kind naming the docker backend", err)
+	}
+}
