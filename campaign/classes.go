@@ -52,6 +52,7 @@ func Classes(reg *lockimpl.Registry) []Class {
 		{ID: "clock-jump", Description: "server clock jumps forward, key expires early", Space: fault("setnx", "server-clock"), Detect: p1p2, Scenarios: []string{"clock-jump"}},
 		{ID: "server-pause", Description: "store frozen while the holder's write is in flight", Space: fault("setnx", "server-pause"), Detect: []lin.Property{lin.P1}, Scenarios: []string{"server-pause"}},
 		{ID: "restart-amnesia", Description: "server restarts without the key or the fence counter", Space: Space{Impls: []string{"fenced"}, Faults: []string{"server-crash"}, MinFaults: 1, Calm: true}, Detect: []lin.Property{lin.P3}, Scenarios: []string{"restart-amnesia"}},
+		{ID: "split-brain", Description: "servers partitioned: the old primary and a promoted replica both grant the lock", Space: Space{Impls: []string{"fenced"}, Faults: []string{"partition"}, MinFaults: 1, Calm: true, Backend: plan.BackendDocker}, Detect: []lin.Property{lin.P1, lin.P3}, Scenarios: []string{"split-brain"}},
 		{ID: "failover-loss", Description: "primary dies before replicating the key; a replica without it is promoted", Space: Space{Impls: []string{"fenced"}, Faults: []string{"failover"}, MinFaults: 1, Calm: true}, Detect: []lin.Property{lin.P1, lin.P3}, Scenarios: []string{"failover-loss", "failover-loss-manual"}},
 		// Whatever delays the old holder's write (a pause, or work longer than the lease), a
 		// lost update with fences checked on writes is this class: fences grow on one server,

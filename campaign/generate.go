@@ -43,10 +43,8 @@ type Space struct {
 	MinFaults int `json:"min_faults,omitempty"`
 	// Calm keeps the critical section well inside the lease (Calm reports the rule), so that
 	// a violation cannot come from the workload alone.
-	Calm bool `json:"calm,omitempty"`
-	// Backend runs every plan's servers (plan.Plan.Backend): "" or "process", or "docker",
-	// where servers can also be partitioned from each other.
-	Backend string `json:"backend,omitempty"`
+	Calm    bool   `json:"calm,omitempty"`
+	Backend string `json:"backend,omitempty"` // every plan's (plan.Plan.Backend); docker adds partitions
 }
 
 // fencingModes are the store's fencing modes, in the order a shrink prefers (off first).
@@ -85,10 +83,8 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 		reg = locks.All()
 	}
 	out := space{backend: s.Backend, minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm}
-	switch s.Backend {
-	case "", plan.BackendProcess, plan.BackendDocker:
-	default:
-		return space{}, fmt.Errorf("unknown backend %q (want %s or %s)", s.Backend, plan.BackendProcess, plan.BackendDocker)
+	if err := plan.CheckBackend(s.Backend); err != nil {
+		return space{}, err
 	}
 	if out.maxFaults == 0 {
 		out.maxFaults = DefaultMaxFaults
@@ -262,10 +258,8 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 	p.ImplOptions = drawOptions(t, impl)
 
 	if sp.maxFaults > 0 && len(tc.kinds) > 0 {
-		env := faultEnv{
-			impl: impl, topo: topo, clients: p.Clients, ttl: ttl, run: run, backend: sp.backend,
-			points: append(workload.Points(), impl.Steps...),
-		}
+		env := faultEnv{impl: impl, topo: topo, clients: p.Clients, ttl: ttl, run: run, backend: sp.backend,
+			points: append(workload.Points(), impl.Steps...)}
 		gens := faultGens()
 		one := rapid.Custom(func(t *rapid.T) plan.FaultSpec {
 			kind := rapid.SampledFrom(tc.kinds).Draw(t, "kind")
@@ -482,10 +476,9 @@ func faultGens() map[string]faultGen {
 			return f
 		}},
 		"partition": {needs: cluster.Replicated, draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
-			// The primary alone, the primary with one Sentinel (a minority that still
-			// names it), or a replica; long enough for the Sentinels to fail over.
-			f := plan.FaultSpec{Kind: "partition"}
-			f.Target = rapid.SampledFrom([]string{"redis-0", "redis-0,sentinel-0", fmt.Sprintf("redis-%d", e.topo.Nodes-1)}).Draw(t, "partition_target")
+			// The primary, alone or with a Sentinel that still names it, or a replica; long
+			// enough for the Sentinels to fail over.
+			f := plan.FaultSpec{Kind: "partition", Target: rapid.SampledFrom([]string{"redis-0", "redis-0,sentinel-0", fmt.Sprintf("redis-%d", e.topo.Nodes-1)}).Draw(t, "partition_target")}
 			e.start(t, &f)
 			f.Duration = plan.D(1500*time.Millisecond + 250*time.Millisecond*time.Duration(rapid.IntRange(0, 8).Draw(t, "partition_250ms")))
 			return f
@@ -550,7 +543,7 @@ func (e faultEnv) linkTarget(t *rapid.T) string {
 	shapes := []string{"client->server", "clients->server", "client->all"}
 	switch e.topo.Kind {
 	case cluster.Replicated:
-		if e.backend != plan.BackendDocker { // there replication takes the servers' own network, not a link
+		if e.backend != plan.BackendDocker { // where replication takes no link
 			shapes = append(shapes, "replication")
 		}
 	case cluster.Etcd:

@@ -49,6 +49,24 @@ func PeerAddr(n Node) string {
 	return n.Addr()
 }
 
+// What a backend does to a node, for the words of a fault window (How).
+const (
+	ActPause = "pause"
+	ActKill  = "kill"
+)
+
+// How names the mechanism n's backend uses for act: the node's own How when it has one,
+// else the process backend's signals.
+func How(n Node, act string) string {
+	if d, ok := n.(interface{ How(act string) string }); ok {
+		return d.How(act)
+	}
+	if act == ActPause {
+		return "SIGSTOP"
+	}
+	return "SIGKILL"
+}
+
 // IsolatableNode is a Node that can be cut off from every other server of its backend
 // while clients still reach it: a true partition between servers (the docker backend
 // disconnects its container from the private network). The process backend's servers

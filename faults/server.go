@@ -18,7 +18,7 @@ func serverKinds() []KindInfo {
 	return []KindInfo{
 		{
 			Name: "server-pause",
-			Description: "the target server is frozen (SIGSTOP) for the duration, then continued (SIGCONT): connections stay open and commands queue unanswered; " +
+			Description: "the target server is frozen (SIGSTOP; on the docker backend the cgroup freezer) for the duration, then continued: connections stay open and commands queue unanswered; " +
 				"its wall clock runs on, so keys whose TTL passed meanwhile are expired as soon as it continues",
 			Targets:   targets,
 			build:     func(s Spec) (Fault, error) { return buildServer(s, &serverPause{spec: s, window: -1}) },
@@ -170,7 +170,7 @@ func (p *serverPause) Inject(ctx context.Context, env *Env) error {
 		return err
 	}
 	p.paused = n
-	p.window = openWindow(env, p.spec, fmt.Sprintf("SIGSTOP of %s %s (%s) for %s", cluster.KindOf(n), n.Name(), n.Addr(), p.spec.Duration))
+	p.window = openWindow(env, p.spec, fmt.Sprintf("%s of %s %s (%s) for %s", cluster.How(n, cluster.ActPause), cluster.KindOf(n), n.Name(), n.Addr(), p.spec.Duration))
 	return nil
 }
 
@@ -227,7 +227,7 @@ func (c *serverCrash) Inject(ctx context.Context, env *Env) error {
 		restart = "after " + c.spec.Duration.String()
 	}
 	// The window opens before the kill: it spans the time the server is down.
-	c.window = openWindow(env, c.spec, fmt.Sprintf("SIGKILL of %s %s (%s), restart %s with its persistence", cluster.KindOf(n), n.Name(), n.Addr(), restart))
+	c.window = openWindow(env, c.spec, fmt.Sprintf("%s of %s %s (%s), restart %s with its persistence", cluster.How(n, cluster.ActKill), cluster.KindOf(n), n.Name(), n.Addr(), restart))
 	if err := n.Kill(ctx); err != nil {
 		closeWindow(env, &c.window)
 		return err

@@ -350,8 +350,8 @@ func (o Options) resolve() (Options, []plan.Plan, []lockimpl.Impl, error) {
 		return o, nil, nil, bad("nodes", "want at least 1 node, got %d", o.Nodes)
 	case o.Parallel < 1:
 		return o, nil, nil, bad("parallel", "want at least 1, got %d", o.Parallel)
-	case o.Backend != "" && o.Backend != plan.BackendProcess && o.Backend != plan.BackendDocker:
-		return o, nil, nil, bad("backend", "want %s or %s, got %q", plan.BackendProcess, plan.BackendDocker, o.Backend)
+	case plan.CheckBackend(o.Backend) != nil:
+		return o, nil, nil, bad("backend", "%v", plan.CheckBackend(o.Backend))
 	case o.Out == "":
 		return o, nil, nil, bad("out", "a directory for the matrix and its runs is required")
 	}

@@ -65,6 +65,14 @@ const (
 	BackendDocker  = "docker"
 )
 
+// CheckBackend says what is wrong with a backend name ("" is the process backend).
+func CheckBackend(name string) error {
+	if name != "" && name != BackendProcess && name != BackendDocker {
+		return fmt.Errorf("unknown backend %q (want %s or %s)", name, BackendProcess, BackendDocker)
+	}
+	return nil
+}
+
 // The workloads a plan can name.
 const (
 	WorkloadRMW  = "rmw"
@@ -298,10 +306,8 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 			return nil, bad(c.field, `want "real" or %q, got %q`, cluster.ClockFaketime, c.v)
 		}
 	}
-	switch p.Backend {
-	case "", BackendProcess, BackendDocker:
-	default:
-		return nil, bad("backend", "want %q or %q, got %q", BackendProcess, BackendDocker, p.Backend)
+	if err := CheckBackend(p.Backend); err != nil {
+		return nil, bad("backend", "%v", err)
 	}
 	if r.Topology.Kind == cluster.Etcd && p.Backend == BackendDocker {
 		return nil, bad("backend", "etcd members run as local processes only; use backend %s for topology %s", BackendProcess, r.Topology)

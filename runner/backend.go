@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/docker"
@@ -12,11 +11,11 @@ import (
 // NewBackend opens the backend a plan names (plan.Plan.Backend; "" is the process
 // backend). The caller closes it, which stops every server it started.
 func NewBackend(ctx context.Context, name string) (cluster.Backend, error) {
-	switch name {
-	case "", plan.BackendProcess:
-		return cluster.NewProcessBackend(cluster.ProcessOptions{})
-	case plan.BackendDocker:
+	if err := plan.CheckBackend(name); err != nil {
+		return nil, err
+	}
+	if name == plan.BackendDocker {
 		return docker.New(ctx, docker.Options{})
 	}
-	return nil, fmt.Errorf("unknown backend %q (want %s or %s)", name, plan.BackendProcess, plan.BackendDocker)
+	return cluster.NewProcessBackend(cluster.ProcessOptions{})
 }

@@ -17,6 +17,9 @@ import (
 // docker subtests skip, except where clustertest.EnvRequireDocker or CI is set).
 var testBackends = []string{plan.BackendProcess, plan.BackendDocker}
 
+// dockerRuns bounds the docker runs of this package's tests at a time.
+var dockerRuns = make(chan struct{}, 2)
+
 // onBackend is edit (may be nil) with the plan's servers on backend.
 func onBackend(backend string, edit func(*plan.Plan)) func(*plan.Plan) {
 	return func(p *plan.Plan) {
@@ -36,6 +39,10 @@ func runPlan(t testing.TB, b cluster.Backend, p plan.Plan) Report {
 	t.Helper()
 	if b == nil {
 		if p.Backend == plan.BackendDocker {
+			// Containers cost the machine more than processes: two docker runs at a time
+			// keep Sentinel's elections as quick as on the process backend.
+			dockerRuns <- struct{}{}
+			defer func() { <-dockerRuns }()
 			b = clustertest.DockerBackend(t)
 		} else {
 			b = clustertest.Backend(t)

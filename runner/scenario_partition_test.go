@@ -15,16 +15,18 @@ import (
 //   - P1: client 0 holds on the old primary while client 1 holds on the new one.
 //   - P3: the new primary's fences repeat the old one's (it counts from the count at the
 //     cut), so a later grant carries a smaller fence.
-//   - P2: without fencing updates are lost; with fencing full the store refuses the
-//     majority's smaller fences, so the data survives, at the cost of refusing the
-//     side that will win once the partition heals.
+//   - P2: without fencing updates are lost. With fencing full the store refuses the
+//     majority's smaller fences, the side that wins once the partition heals, until the
+//     two counters meet: then the same fence comes from both primaries, the store takes
+//     it twice and an update is lost. Which comes first depends on timing, so P2 is not
+//     asserted with fencing full.
 func TestSplitBrain(t *testing.T) {
 	cases := []struct {
 		fencing string
 		want    verdicts
 	}{
 		{"off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.Illegal, lin.L1: lin.OK}},
-		{"full", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.Illegal, lin.L1: lin.OK}},
+		{"full", verdicts{lin.P1: lin.Illegal, lin.P3: lin.Illegal, lin.L1: lin.OK}},
 	}
 	for _, c := range cases {
 		t.Run(c.fencing, func(t *testing.T) {

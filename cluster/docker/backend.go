@@ -21,8 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	stdlog "log"
 	"math/rand/v2"
 	"net/netip"
 	"net/url"
@@ -67,10 +65,12 @@ type Options struct {
 	// server, mounted as its /data when the engine is local: logs, data, clock file);
 	// "" means the system's temp dir, removed by Close.
 	Dir string
-	// Log receives testcontainers' own messages (its banner, each container made);
-	// nil discards them.
-	Log io.Writer
 }
+
+// quiet silences testcontainers' own messages (its banner, each container made) once per
+// process: its logger is process-wide, and setting it while another backend's containers
+// log would race.
+var quiet sync.Once
 
 // Backend runs servers as containers of one Docker engine: the local one, or the one
 // DOCKER_HOST names.
@@ -115,13 +115,8 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 			return nil, fmt.Errorf("docker backend: %w", err)
 		}
 	}
-	// Testcontainers prints its banner through its process-wide default logger, which
-	// its package offers no other way to quiet.
 	logger := tclog.NewNoopLogger()
-	if opts.Log != nil {
-		logger = stdlog.New(opts.Log, "testcontainers: ", stdlog.LstdFlags)
-	}
-	tclog.SetDefault(logger)
+	quiet.Do(func() { tclog.SetDefault(logger) })
 	local, host, err := engineHost(os.Getenv("DOCKER_HOST"))
 	if err != nil {
 		return nil, err

@@ -266,6 +266,14 @@ func (n *Node) LogPath() string { return n.logPath }
 // Kind is "redis" (a Sentinel is a Redis server in Sentinel mode).
 func (n *Node) Kind() string { return "redis" }
 
+// How names what the backend does for act (cluster.How).
+func (n *Node) How(act string) string {
+	if act == cluster.ActPause {
+		return "docker pause (cgroup freezer)"
+	}
+	return "docker kill (SIGKILL)"
+}
+
 // ContainerID is the container's id.
 func (n *Node) ContainerID() string { return n.id }
 

@@ -100,14 +100,11 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 			case o.Duration == 0 && o.MaxRuns == 0:
 				return &statusError{exitError, errors.New("flags --duration and --max-runs: one must bound the campaign")}
 			}
-			if backend == plan.BackendDocker {
-				// One engine connection and one pair of networks for every run.
-				b, err := runner.NewBackend(cmd.Context(), backend)
-				if err != nil {
+			if backend == plan.BackendDocker { // one engine connection and pair of networks for every run
+				if o.Backend, err = runner.NewBackend(cmd.Context(), backend); err != nil {
 					return &statusError{exitError, fmt.Errorf("flag --backend: %w", err)}
 				}
-				defer b.Close()
-				o.Backend = b
+				defer o.Backend.Close()
 			}
 			if !fs.Changed("seed") {
 				seed = time.Now().UnixNano() % 1_000_000_000
@@ -203,6 +200,7 @@ and paths (and the page's links) relative to --out. Exit status as for campaign.
 	return cmd
 }
 
+// campaignTrim is a list flag's values without surrounding spaces and without empty ones.
 func campaignTrim(xs []string) []string {
 	var out []string
 	for _, x := range xs {

@@ -65,7 +65,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 					return &statusError{exitError, fmt.Errorf("flag --markdown: %w", err)}
 				}
 			}
-			for _, c := range trimAll(classes) {
+			for _, c := range campaignTrim(classes) {
 				if _, err := campaign.ClassByID(nil, c); err != nil {
 					return &statusError{exitError, fmt.Errorf("flag --class: %w", err)}
 				}
@@ -75,7 +75,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			for _, name := range trimAll(impls) {
+			for _, name := range campaignTrim(impls) {
 				impl, err := reg.Get(name)
 				if err == nil && impl.Mutant {
 					err = fmt.Errorf("%s is a mutant: false alarms are counted on correct implementations only", name)

@@ -78,7 +78,7 @@ finished are written, marked incomplete, and FILE is left alone).`,
 			stderr := cmd.ErrOrStderr()
 			progress := newProgress(stderr)
 			opts := matrix.Options{
-				Registry: reg, Impls: trimAll(impls), Scenarios: trimAll(scenarios), Fencings: trimAll(fencings),
+				Registry: reg, Impls: campaignTrim(impls), Scenarios: campaignTrim(scenarios), Fencings: campaignTrim(fencings),
 				Repeat: repeat, Nodes: nodes, Parallel: parallel, Out: out, CheckTimeout: checkTimeout, Backend: backend,
 				Command: commandLine(cmd), Progress: progress.event,
 			}
@@ -144,14 +144,6 @@ func matrixFlag(option string) string {
 		return "fencing"
 	}
 	return option // repeat, nodes, parallel, out
-}
-
-func trimAll(ss []string) []string {
-	var out []string
-	for _, s := range ss {
-		out = append(out, strings.TrimSpace(s))
-	}
-	return out
 }
 
 // commandLine is the command as it could be typed again: the flags the user set, in a

