@@ -163,17 +163,22 @@ func (c *Cluster) Close() error {
 	// Sentinels first, so that they never fail over a primary that is being stopped; the
 	// servers of each group at once.
 	for _, group := range [][]Node{c.Sentinels, c.Nodes()} {
-		stopErrs := make([]error, len(group))
-		var wg sync.WaitGroup
-		for i, n := range group {
-			wg.Go(func() {
-				if err := n.Stop(context.Background()); err != nil {
-					stopErrs[i] = fmt.Errorf("stop %s: %w", n.Name(), err)
-				}
-			})
-		}
-		wg.Wait()
-		errs = append(errs, stopErrs...)
+		errs = append(errs, StopAll(context.Background(), group))
 	}
+	return errors.Join(errs...)
+}
+
+// StopAll stops nodes at once and joins their errors, each naming its node.
+func StopAll[N Node](ctx context.Context, nodes []N) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			if err := n.Stop(ctx); err != nil {
+				errs[i] = fmt.Errorf("stop %s: %w", n.Name(), err)
+			}
+		})
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }

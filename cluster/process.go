@@ -170,12 +170,7 @@ func (b *ProcessBackend) Close() error {
 	b.closed = true
 	b.mu.Unlock()
 
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() { errs[i] = n.Stop(context.Background()) })
-	}
-	wg.Wait()
+	errs := []error{StopAll(context.Background(), nodes)}
 	b.spawn.close()
 	if !b.keepDir {
 		errs = append(errs, os.RemoveAll(b.root))

@@ -17,6 +17,28 @@ import (
 // docker subtests skip, except where clustertest.EnvRequireDocker or CI is set).
 var testBackends = []string{plan.BackendProcess, plan.BackendDocker}
 
+// implCase is one run of a scenario: its implementation and fencing mode replaced, and
+// the verdicts expected.
+type implCase struct {
+	impl, fencing string
+	want          verdicts
+}
+
+// runImplCases runs each case of a catalog scenario on every test backend, in parallel.
+func runImplCases(t *testing.T, scenarioName string, cases []implCase) {
+	t.Helper()
+	for _, backend := range testBackends {
+		for _, c := range cases {
+			t.Run(backend+"/"+c.impl+"/"+c.fencing, func(t *testing.T) {
+				t.Parallel()
+				rep := runPlan(t, nil, scenario(t, scenarioName, onBackend(backend, func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing })))
+				assertVerdicts(t, rep, c.want)
+				assertFaultsFired(t, rep)
+			})
+		}
+	}
+}
+
 // dockerRuns bounds the docker runs of this package's tests at a time.
 var dockerRuns = make(chan struct{}, 2)
 

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	lin "github.com/locklab/locklab/linearizability"
-	"github.com/locklab/locklab/plan"
 )
 
 // Scenarios whose fault is in the network (Cluster.Net, a netproxy.Net). Each is scripted
@@ -13,10 +12,7 @@ import (
 // its timeline).
 
 func TestSlowWrite(t *testing.T) {
-	cases := []struct {
-		impl, fencing string
-		want          verdicts
-	}{
+	runImplCases(t, "slow-write", []implCase{
 		// The write lands after client 1's update: lost. Client 0 believes until it calls
 		// release, after its slow write returned, long after client 1 took the lock.
 		{"setnx", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.NA, lin.L1: lin.OK}},
@@ -24,24 +20,11 @@ func TestSlowWrite(t *testing.T) {
 		// The store refuses the late write's old fence; the beliefs still overlap.
 		{"fenced", "full", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
 		{"fenced", "writes", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
-	}
-	for _, backend := range testBackends {
-		for _, c := range cases {
-			t.Run(backend+"/"+c.impl+"/"+c.fencing, func(t *testing.T) {
-				t.Parallel()
-				rep := runPlan(t, nil, scenario(t, "slow-write", onBackend(backend, func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing })))
-				assertVerdicts(t, rep, c.want)
-				assertFaultsFired(t, rep)
-			})
-		}
-	}
+	})
 }
 
 func TestSlowGrant(t *testing.T) {
-	cases := []struct {
-		impl, fencing string
-		want          verdicts
-	}{
+	runImplCases(t, "slow-grant", []implCase{
 		// The late grant makes client 0 believe while client 1 holds the lock, and its
 		// write overwrites client 1's update.
 		{"setnx", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.NA, lin.L1: lin.OK}},
@@ -52,15 +35,5 @@ func TestSlowGrant(t *testing.T) {
 		// Only writes carry the fence: client 0 reads, but its write comes after client
 		// 1's, with a smaller fence, and is refused.
 		{"fenced", "writes", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
-	}
-	for _, backend := range testBackends {
-		for _, c := range cases {
-			t.Run(backend+"/"+c.impl+"/"+c.fencing, func(t *testing.T) {
-				t.Parallel()
-				rep := runPlan(t, nil, scenario(t, "slow-grant", onBackend(backend, func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing })))
-				assertVerdicts(t, rep, c.want)
-				assertFaultsFired(t, rep)
-			})
-		}
-	}
+	})
 }

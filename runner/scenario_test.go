@@ -16,27 +16,14 @@ import (
 // are built on margins (a pause three times the lease) that a busy machine cannot erase.
 
 func TestPausePastTTL(t *testing.T) {
-	cases := []struct {
-		impl, fencing string
-		want          verdicts
-	}{
+	runImplCases(t, "pause-past-ttl", []implCase{
 		// The textbook lock, no fencing: both the beliefs and the data break.
 		{"setnx", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.NA, lin.L1: lin.OK}},
 		{"fenced", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.OK, lin.L1: lin.OK}},
 		// Fencing cannot stop two clients believing, but the store refuses the stale write.
 		{"fenced", "full", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
 		{"fenced", "writes", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
-	}
-	for _, backend := range testBackends {
-		for _, c := range cases {
-			t.Run(backend+"/"+c.impl+"/"+c.fencing, func(t *testing.T) {
-				t.Parallel()
-				rep := runPlan(t, nil, scenario(t, "pause-past-ttl", onBackend(backend, func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing })))
-				assertVerdicts(t, rep, c.want)
-				assertFaultsFired(t, rep)
-			})
-		}
-	}
+	})
 }
 
 func TestCheckThenSetIsCaught(t *testing.T) {

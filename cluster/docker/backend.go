@@ -320,12 +320,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	ctx := context.Background()
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() { errs[i] = n.Stop(ctx) })
-	}
-	wg.Wait()
+	errs := []error{cluster.StopAll(ctx, nodes)}
 	if nets != nil {
 		errs = append(errs, b.serial.do(func() error {
 			return errors.Join(ignoreNotFound(nets.peers.Remove(ctx)), ignoreNotFound(nets.ports.Remove(ctx)))
