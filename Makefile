@@ -79,6 +79,7 @@ fuzz:
 
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./histories ./linearizability ./timeline ./workload ./locks
+	$(GO) test -run '^$$' -bench RunOnBackend -benchtime 5x ./runner
 
 # A short property-based fault campaign for CI (docs/nightly.md): for each bug class a
 # random search (no scenario hints) that stops at its first detection, confirms and

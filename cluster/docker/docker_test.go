@@ -147,3 +147,23 @@ func TestNodes(t *testing.T) {
 		t.Errorf("a closed cluster's server answers")
 	}
 }
+
+// A paused server can be killed, as a SIGSTOPped process can, and restarts.
+func TestKillPaused(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, "single", cluster.Options{})
+	n := c.Lock[0]
+	ctx := context.Background()
+	if err := n.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Probe(ctx, n.Addr(), 0); err != nil {
+		t.Errorf("after kill of a paused server and restart: %v", err)
+	}
+}

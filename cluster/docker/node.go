@@ -97,8 +97,16 @@ func (b *Backend) start(ctx context.Context, s spec) (*Node, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Under the node's lock (taken before the engine's, as everywhere): a Close meanwhile
+		// either finds the container to remove or keeps a new one from being made.
+		n.mu.Lock()
+		if n.stopped {
+			n.mu.Unlock()
+			return nil, errBackendClosed
+		}
 		n.addr = net.JoinHostPort(b.host, strconv.Itoa(port))
 		err = n.b.serial.do(func() error { return n.create(ctx, s, seq, attempt, port) })
+		n.mu.Unlock()
 		if err == nil {
 			err = n.startAndAwait(ctx)
 		}
@@ -106,7 +114,9 @@ func (b *Backend) start(ctx context.Context, s spec) (*Node, error) {
 			return n, nil
 		}
 		errs = append(errs, err)
+		n.mu.Lock()
 		_ = n.remove(context.Background())
+		n.mu.Unlock()
 		if !portTaken(err) {
 			break
 		}
@@ -327,6 +337,13 @@ func (n *Node) kill() error {
 	ctx, cancel := context.WithTimeout(context.Background(), killWait)
 	defer cancel()
 	wait := n.b.cli.ContainerWait(ctx, n.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	if n.paused {
+		// The engine kills no frozen container: thaw it and kill it at once (a process
+		// SIGKILLed while stopped never runs again; here it may for a moment).
+		if _, err := n.b.cli.ContainerUnpause(ctx, n.id, client.ContainerUnpauseOptions{}); err != nil {
+			return fmt.Errorf("kill %s: thaw it first (docker unpause): %w", n.name, err)
+		}
+	}
 	if _, err := n.b.cli.ContainerKill(ctx, n.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		return fmt.Errorf("kill %s (docker kill): %w", n.name, err)
 	}
@@ -370,7 +387,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	return err
 }
 
-// remove force-removes the container, if one was made.
+// remove force-removes the container, if one was made. Caller holds mu.
 func (n *Node) remove(ctx context.Context) error {
 	if n.id == "" {
 		return nil
