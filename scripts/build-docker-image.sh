@@ -30,6 +30,7 @@ fi
 [ "$(id -u)" -eq 0 ] || die "debootstrap needs root"
 command -v debootstrap >/dev/null 2>&1 || {
   say "installing debootstrap from apt ..."
+  apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 }
 
