@@ -40,21 +40,30 @@ func (n *ProcessNode) FakeClock() bool { return n.clock != nil }
 
 // SetClock implements ClockNode.
 func (n *ProcessNode) SetClock(offset time.Duration, rate float64) error {
-	if n.clock == nil {
-		return fmt.Errorf("set clock of redis %s on %s: it does not run under libfaketime (cluster option ServerClock %q)", n.name, n.addr, ClockFaketime)
+	return SetClock(n.clock, n.name, n.addr, offset, rate)
+}
+
+// ClockOffset implements ClockNode.
+func (n *ProcessNode) ClockOffset() time.Duration { return ClockOffset(n.clock) }
+
+// SetClock is ClockNode.SetClock for any backend's node: clock is the node's libfaketime
+// clock (nil: the server does not run under libfaketime), name and addr say which it is.
+func SetClock(clock *faketime.Clock, name, addr string, offset time.Duration, rate float64) error {
+	if clock == nil {
+		return fmt.Errorf("set clock of redis %s on %s: it does not run under libfaketime (cluster option ServerClock %q)", name, addr, ClockFaketime)
 	}
-	if err := n.clock.Set(time.Now(), offset, rate); err != nil {
-		return fmt.Errorf("set clock of redis %s on %s: %w", n.name, n.addr, err)
+	if err := clock.Set(time.Now(), offset, rate); err != nil {
+		return fmt.Errorf("set clock of redis %s on %s: %w", name, addr, err)
 	}
 	return nil
 }
 
-// ClockOffset implements ClockNode.
-func (n *ProcessNode) ClockOffset() time.Duration {
-	if n.clock == nil {
+// ClockOffset is ClockNode.ClockOffset for any backend's node: 0 for a nil clock.
+func ClockOffset(clock *faketime.Clock) time.Duration {
+	if clock == nil {
 		return 0
 	}
-	return n.clock.OffsetAt(time.Now())
+	return clock.OffsetAt(time.Now())
 }
 
 // applyFaketime makes n, not yet started, a server of setup under libfaketime with a

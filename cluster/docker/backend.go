@@ -140,14 +140,13 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		cli.Close()
 		return nil, fmt.Errorf("docker backend: image %s is not on the Docker engine (no registry is asked): build it with `make docker-image`: %w", image, err)
 	}
-	hostname, _ := os.Hostname()
 	b := &Backend{
 		serial: newSerial(os.Getenv("DOCKER_HOST")),
 		logger: logger,
 		cli:    cli, image: image, id: randomID(), owner: Owner(os.Getpid()),
 		local: local, host: host, keepDir: opts.Dir != "", usedIP: map[netip.Addr]bool{},
 	}
-	if err := b.serial.do(func() error { return b.sweep(ctx, hostname) }); err != nil {
+	if err := b.serial.do(func() error { return b.sweep(ctx) }); err != nil {
 		cli.Close()
 		return nil, errors.Join(err, b.serial.close())
 	}
@@ -250,9 +249,8 @@ func (b *Backend) StartNode(ctx context.Context, cfg cluster.NodeConfig) (cluste
 	if cfg.Faketime && !b.local {
 		return nil, fmt.Errorf("start %s under libfaketime: the clock file reaches a container through a bind mount, which needs a local Docker engine (DOCKER_HOST=%q)", cfg.Name, os.Getenv("DOCKER_HOST"))
 	}
-	args := append([]string{"--port", strconv.Itoa(redisPort)}, commonArgs("redis.log", b.local)...)
-	args = append(append(args, persist...), cfg.ExtraArgs...)
-	return b.start(ctx, spec{name: cfg.Name, mode: "server", port: redisPort, args: args, faketime: cfg.Faketime})
+	return b.start(ctx, spec{name: cfg.Name, mode: "server", port: redisPort, log: "redis.log",
+		args: append(persist, cfg.ExtraArgs...), faketime: cfg.Faketime})
 }
 
 // StartSentinel starts a Redis Sentinel. Its configuration file comes first on its command
@@ -263,8 +261,7 @@ func (b *Backend) StartSentinel(ctx context.Context, cfg cluster.SentinelConfig)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--port", strconv.Itoa(sentinelPort)}, commonArgs("sentinel.log", b.local)...)
-	n, err := b.start(ctx, spec{name: cfg.Name, mode: "sentinel", port: sentinelPort, args: args, config: text})
+	n, err := b.start(ctx, spec{name: cfg.Name, mode: "sentinel", port: sentinelPort, log: "sentinel.log", config: text})
 	if err != nil {
 		return nil, fmt.Errorf("start sentinel %s: %w", cfg.Name, err)
 	}
@@ -277,21 +274,12 @@ const (
 	sentinelPort = 26379
 )
 
-// commonArgs are the options every server runs with: reachable on all of the container's
-// addresses, its data and log in /data (a local engine mounts the node's directory there).
-func commonArgs(log string, local bool) []string {
-	args := []string{"--bind", "0.0.0.0", "--protected-mode", "no", "--daemonize", "no", "--dir", "/data"}
-	if local {
-		args = append(args, "--logfile", "/data/"+log)
-	}
-	return args
-}
-
 // spec is what start needs to know of a server.
 type spec struct {
 	name, mode string
 	port       int
-	args       []string
+	log        string   // the log's file name in /data
+	args       []string // after the options every server runs with (command)
 	config     string
 	faketime   bool
 }
@@ -335,41 +323,58 @@ func (b *Backend) Close() error {
 
 // sweep removes the containers and networks that a locklab process on this host made and
 // did not remove because it died (SIGKILL: no Close ran).
-func (b *Backend) sweep(ctx context.Context, hostname string) error {
-	dead := func(labels map[string]string) bool {
-		h, pid, ok := strings.Cut(labels[labelOwner], "/")
-		if !ok || h != hostname {
-			return false
-		}
-		p, err := strconv.Atoi(pid)
-		return err == nil && p > 0 && errors.Is(syscall.Kill(p, 0), syscall.ESRCH)
-	}
-	filter := client.Filters{}.Add("label", labelOwner)
-	cs, err := b.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+func (b *Backend) sweep(ctx context.Context) error {
+	host, _, _ := strings.Cut(b.owner, "/")
+	found, err := listLabelled(ctx, b.cli, labelOwner)
 	if err != nil {
-		return fmt.Errorf("docker backend: list containers: %w", err)
+		return fmt.Errorf("docker backend: %w", err)
 	}
 	var errs []error
-	for _, c := range cs.Items {
-		if dead(c.Labels) {
-			_, err := b.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-			errs = append(errs, ignoreNotFound(err))
+	for _, l := range found {
+		h, pid, ok := strings.Cut(l.labels[labelOwner], "/")
+		if p, err := strconv.Atoi(pid); !ok || h != host || err != nil || p <= 0 || !errors.Is(syscall.Kill(p, 0), syscall.ESRCH) {
+			continue // not this host's, or its process lives
 		}
-	}
-	ns, err := b.cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
-	if err != nil {
-		return fmt.Errorf("docker backend: list networks: %w", err)
-	}
-	for _, n := range ns.Items {
-		if dead(n.Labels) {
-			_, err := b.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
-			errs = append(errs, ignoreNotFound(err))
+		if l.network {
+			_, err = b.cli.NetworkRemove(ctx, l.id, client.NetworkRemoveOptions{})
+		} else {
+			_, err = b.cli.ContainerRemove(ctx, l.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		}
+		errs = append(errs, ignoreNotFound(err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("docker backend: remove what a dead locklab process left: %w", err)
 	}
 	return nil
+}
+
+// labelled is a container or a network that carries a label of locklab's.
+type labelled struct {
+	network  bool
+	id, name string
+	labels   map[string]string
+}
+
+// listLabelled lists the containers, then the networks, that carry label ("key" or
+// "key=value").
+func listLabelled(ctx context.Context, cli *testcontainers.DockerClient, label string) ([]labelled, error) {
+	filter := client.Filters{}.Add("label", label)
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	var out []labelled
+	for _, c := range cs.Items {
+		out = append(out, labelled{id: c.ID, name: strings.Join(c.Names, ","), labels: c.Labels})
+	}
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	for _, n := range ns.Items {
+		out = append(out, labelled{network: true, id: n.ID, name: n.Name, labels: n.Labels})
+	}
+	return out, nil
 }
 
 func ignoreNotFound(err error) error {
@@ -397,29 +402,21 @@ func Leftovers(ctx context.Context, owner string) ([]string, error) {
 	if owner != "" {
 		label += "=" + owner
 	}
-	filter := client.Filters{}.Add("label", label)
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	found, err := listLabelled(ctx, cli, label)
 	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
+		return nil, err
 	}
-	var out []string
-	for _, c := range cs.Items {
-		out = append(out, "container "+strings.Join(c.Names, ","))
-	}
-	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
-	if err != nil {
-		return nil, fmt.Errorf("list networks: %w", err)
-	}
-	for _, n := range ns.Items {
-		out = append(out, "network "+n.Name)
-	}
-	return out, nil
+	return names(found), nil
 }
 
-func containerFilter(labels map[string]bool) client.ContainerListOptions {
-	return client.ContainerListOptions{All: true, Filters: client.Filters{"label": labels}}
-}
-
-func networkFilter(labels map[string]bool) client.NetworkListOptions {
-	return client.NetworkListOptions{Filters: client.Filters{"label": labels}}
+// names are "container NAME" and "network NAME" for each of found.
+func names(found []labelled) []string {
+	out := make([]string, len(found))
+	for i, l := range found {
+		out[i] = "container " + l.name
+		if l.network {
+			out[i] = "network " + l.name
+		}
+	}
+	return out
 }

@@ -30,24 +30,11 @@ func newTestBackend(t *testing.T) *Backend {
 // leftovers are the backend's containers and networks still on the engine.
 func leftovers(t *testing.T, b *Backend) []string {
 	t.Helper()
-	ctx := context.Background()
-	filter := map[string]bool{labelBackend + "=" + b.id: true}
-	var out []string
-	cs, err := b.cli.ContainerList(ctx, containerFilter(filter))
+	found, err := listLabelled(context.Background(), b.cli, labelBackend+"="+b.id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range cs.Items {
-		out = append(out, c.Names...)
-	}
-	ns, err := b.cli.NetworkList(ctx, networkFilter(filter))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range ns.Items {
-		out = append(out, n.Name)
-	}
-	return out
+	return names(found)
 }
 
 // Close removes every container (running, paused, killed) and both networks.

@@ -80,10 +80,7 @@ func (b *Backend) start(ctx context.Context, s spec) (*Node, error) {
 	}
 	n := &Node{b: b, name: s.name, mode: s.mode, peer: netip.AddrPortFrom(ip, uint16(s.port)), dir: dir}
 	if b.local {
-		n.logPath = filepath.Join(dir, s.mode+".log")
-		if s.mode == "server" {
-			n.logPath = filepath.Join(dir, "redis.log")
-		}
+		n.logPath = filepath.Join(dir, s.log)
 	}
 	if s.faketime {
 		n.clock = faketime.NewClock(filepath.Join(dir, "faketime.rc"))
@@ -158,7 +155,7 @@ func (n *Node) create(ctx context.Context, s spec, seq, attempt, hostPort int) e
 	req := testcontainers.ContainerRequest{
 		Image:        b.image,
 		Name:         fmt.Sprintf("locklab-%s-%d-%s-%d", b.id, seq, s.name, attempt),
-		Cmd:          append([]string{s.mode}, s.args...),
+		Cmd:          s.command(b.local),
 		Env:          env,
 		Labels:       map[string]string{labelOwner: b.owner, labelBackend: b.id, "io.locklab.node": s.name},
 		ExposedPorts: []string{inner.String()},
@@ -185,6 +182,17 @@ func (n *Node) create(ctx context.Context, s spec, seq, attempt, hostPort int) e
 		return fmt.Errorf("create container: %w", err)
 	}
 	return n.connectPeers(ctx)
+}
+
+// command is the entrypoint's arguments: the mode, then the options every server runs
+// with (reachable on all of the container's addresses, its data and log in /data, where a
+// local engine mounts the node's directory), then the server's own.
+func (s spec) command(local bool) []string {
+	cmd := []string{s.mode, "--port", strconv.Itoa(s.port), "--bind", "0.0.0.0", "--protected-mode", "no", "--daemonize", "no", "--dir", "/data"}
+	if local {
+		cmd = append(cmd, "--logfile", "/data/"+s.log)
+	}
+	return append(cmd, s.args...)
 }
 
 // connectPeers puts the container on the peers network with its address.
@@ -451,19 +459,8 @@ func (n *Node) FakeClock() bool { return n.clock != nil }
 
 // SetClock implements cluster.ClockNode: the clock file sits in the mounted directory.
 func (n *Node) SetClock(offset time.Duration, rate float64) error {
-	if n.clock == nil {
-		return fmt.Errorf("set clock of redis %s on %s: it does not run under libfaketime (cluster option ServerClock %q)", n.name, n.addr, cluster.ClockFaketime)
-	}
-	if err := n.clock.Set(time.Now(), offset, rate); err != nil {
-		return fmt.Errorf("set clock of redis %s on %s: %w", n.name, n.addr, err)
-	}
-	return nil
+	return cluster.SetClock(n.clock, n.name, n.addr, offset, rate)
 }
 
 // ClockOffset implements cluster.ClockNode.
-func (n *Node) ClockOffset() time.Duration {
-	if n.clock == nil {
-		return 0
-	}
-	return n.clock.OffsetAt(time.Now())
-}
+func (n *Node) ClockOffset() time.Duration { return cluster.ClockOffset(n.clock) }
