@@ -74,8 +74,15 @@ func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.
 // ReadHistory reads operations written by WriteHistory; name is used in errors only.
 // Every operation is validated: a malformed file is rejected with its line and reason.
 func ReadHistory(r io.Reader, name string) (Meta, []Op, error) {
+	return readHistory(r, name, 0)
+}
+
+// readHistory is ReadHistory with room made for capacity operations at once, so that a
+// history of a million operations is not copied as its slice grows.
+func readHistory(r io.Reader, name string, capacity int) (Meta, []Op, error) {
 	var meta Meta
-	var ops []Op
+	ops := make([]Op, 0, capacity)
+	dec := newOpDecoder()
 	err := readLines(r, name, "history", func(h header) error {
 		if h.Meta == nil {
 			return errors.New(`history header has no "meta"`)
@@ -91,14 +98,21 @@ func ReadHistory(r io.Reader, name string) (Meta, []Op, error) {
 		}
 		return nil
 	}, func(line []byte) error {
-		var op Op
-		if err := decodeStrict(line, &op); err != nil {
-			return err
+		// Decoded in place: an Op on its own would escape to the heap, once per line.
+		ops = append(ops, Op{})
+		op := &ops[len(ops)-1]
+		if !dec.decode(line, op) {
+			var slow Op
+			if err := decodeStrict(line, &slow); err != nil {
+				ops = ops[:len(ops)-1]
+				return err
+			}
+			*op = slow
 		}
 		if err := op.Validate(); err != nil {
+			ops = ops[:len(ops)-1]
 			return fmt.Errorf("invalid operation: %w", err)
 		}
-		ops = append(ops, op)
 		return nil
 	})
 	return meta, ops, err
@@ -201,9 +215,13 @@ func Load(path string) (History, error) {
 	} else if sib := filepath.Join(filepath.Dir(path), FaultsFile); sib != path {
 		faultsPath = sib
 	}
+	lines, err := countLines(histPath)
+	if err != nil {
+		return History{}, err
+	}
 	var h History
 	if err := readFile(histPath, func(r io.Reader) (err error) {
-		h.Meta, h.Ops, err = ReadHistory(r, histPath)
+		h.Meta, h.Ops, err = readHistory(r, histPath, lines)
 		return err
 	}); err != nil {
 		return History{}, err
@@ -219,6 +237,33 @@ func Load(path string) (History, error) {
 		return err
 	})
 	return h, err
+}
+
+// countLines counts the lines of the file at path (a last line without a newline too):
+// at most one more than its operations. Reading a file twice costs far less than
+// growing a slice of a million operations by copying.
+func countLines(path string) (int, error) {
+	n, last := 0, byte('\n')
+	err := readFile(path, func(r io.Reader) error {
+		buf := make([]byte, 256<<10)
+		for {
+			k, err := r.Read(buf)
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			if k > 0 {
+				last = buf[k-1]
+			}
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("read %s: %w", path, err)
+			}
+		}
+	})
+	if last != '\n' {
+		n++
+	}
+	return n, err
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

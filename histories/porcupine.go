@@ -3,6 +3,8 @@ package histories
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 
@@ -47,32 +49,119 @@ func Lanes(ops []Op) map[int]int {
 	return lanes
 }
 
-// LockOperations converts the lock operations (acquire, release, extend, crash) of h for
-// model.LockModel: P1 (and P3, which only looks at acquires).
-func LockOperations(h History) []porcupine.Operation {
-	// An acquire with an unknown outcome starts no belief and ends none, so the lock model
-	// accepts it anywhere: leaving it out changes no verdict, while each one kept doubles
-	// the orders Porcupine may have to try (a restart can leave dozens of them).
-	keep := func(op Op) bool { return op.Kind.IsLock() && !(op.Kind == Acquire && op.Outcome == Unknown) }
-	return convert(h, keep, lockInOut)
+// LockChecked selects the lock operations P1 is checked on (acquire, release, extend,
+// crash). An acquire with an unknown outcome starts no belief and ends none, so the lock
+// model accepts it anywhere: leaving it out changes no verdict, while each one kept
+// doubles the orders Porcupine may have to try (a restart can leave dozens of them).
+func LockChecked() Selection {
+	return Selection{
+		Keep:  func(op Op) bool { return op.Kind.IsLock() && !(op.Kind == Acquire && op.Outcome == Unknown) },
+		InOut: lockInOut,
+	}
 }
 
-// FenceOperations converts the acquires that returned ok with a fence, the only operations
+// FenceChecked selects the acquires that returned ok with a fence, the only operations
 // P3 is about: the other lock operations would be no-ops in the fence-only model.
-func FenceOperations(h History) []porcupine.Operation {
-	granted := func(op Op) bool { return op.Kind == Acquire && op.Outcome == OK && op.Output.Fence > 0 }
-	return convert(h, granted, lockInOut)
+func FenceChecked() Selection {
+	return Selection{
+		Keep:  func(op Op) bool { return op.Kind == Acquire && op.Outcome == OK && op.Output.Fence > 0 },
+		InOut: lockInOut,
+	}
 }
+
+// StoreChecked selects the reads and writes, for model.RegisterModel (P2).
+func StoreChecked() Selection {
+	return Selection{Keep: func(op Op) bool { return op.Kind.IsStore() }, InOut: storeInOut}
+}
+
+// Selection is which operations of a history one model is checked on, and their inputs
+// and outputs for that model.
+type Selection struct {
+	Keep  func(Op) bool
+	InOut func(Op) (in, out any)
+}
+
+// LockOperations converts the lock operations of h for model.LockModel (P1).
+func LockOperations(h History) []porcupine.Operation { return LockChecked().Operations(h) }
+
+// FenceOperations converts the acquires granted a fence, for model.LockModel with fences (P3).
+func FenceOperations(h History) []porcupine.Operation { return FenceChecked().Operations(h) }
 
 // StoreOperations converts the reads and writes of h for model.RegisterModel (P2).
-func StoreOperations(h History) []porcupine.Operation {
-	return convert(h, func(op Op) bool { return op.Kind.IsStore() }, func(op Op) (any, any) {
-		in := model.RegisterInput{
-			Key: op.Key, Kind: model.Kind(op.Kind), Process: op.Process,
-			Fence: op.Input.Fence, Value: op.Input.Value, Base: op.Input.Base,
+func StoreOperations(h History) []porcupine.Operation { return StoreChecked().Operations(h) }
+
+// Operations converts every operation of h that s selects, in the order of h.Ops, with
+// dense lanes over the whole history (so that every conversion of h draws a process on
+// the same lane).
+func (s Selection) Operations(h History) []porcupine.Operation {
+	var idx []int
+	for i, op := range h.Ops {
+		if s.Keep(op) {
+			idx = append(idx, i)
 		}
-		return in, model.RegisterOutput{Outcome: model.Outcome(op.Outcome), Value: op.Output.Value}
-	})
+	}
+	return s.Convert(h, idx, Lanes(h.Ops))
+}
+
+// Partition is the operations of one key that a selection keeps: indices into
+// History.Ops, in order.
+type Partition struct {
+	Key string
+	Ops []int
+}
+
+// Partitions groups the operations s selects by key, in sorted key order. Keys are
+// independent locks and registers, so each partition can be checked on its own, and
+// converted only when its turn comes: a history of a million operations is never held
+// in Porcupine's form all at once.
+func (s Selection) Partitions(h History) []Partition {
+	byKey := make(map[string]int)
+	var parts []Partition
+	for i, op := range h.Ops {
+		if !s.Keep(op) {
+			continue
+		}
+		p, ok := byKey[op.Key]
+		if !ok {
+			p = len(parts)
+			byKey[op.Key] = p
+			parts = append(parts, Partition{Key: op.Key})
+		}
+		parts[p].Ops = append(parts[p].Ops, i)
+	}
+	slices.SortFunc(parts, func(a, b Partition) int { return strings.Compare(a.Key, b.Key) })
+	return parts
+}
+
+// Convert turns the operations of h at idx into Porcupine operations, with Infinity as
+// the return of unknown outcomes. lanes numbers the processes for Porcupine's ClientId
+// (Lanes) and each operation gets its OpMeta, for a visualisation or an explanation;
+// with lanes nil, for a search alone, ClientId is the process and there is no Metadata,
+// which saves a third of the conversion's allocations.
+func (s Selection) Convert(h History, idx []int, lanes map[int]int) []porcupine.Operation {
+	out := make([]porcupine.Operation, len(idx))
+	for j, i := range idx {
+		op := h.Ops[i]
+		in, res := s.InOut(op)
+		ret := op.Return
+		if op.Outcome == Unknown {
+			ret = Infinity
+		}
+		out[j] = porcupine.Operation{ClientId: op.Process, Input: in, Output: res, Call: op.Call, Return: ret}
+		if lanes != nil {
+			out[j].ClientId = lanes[op.Process]
+			out[j].Metadata = OpMeta{Index: i, Process: op.Process, Client: op.Client, Call: op.Call, Return: op.Return, Outcome: op.Outcome}
+		}
+	}
+	return out
+}
+
+func storeInOut(op Op) (any, any) {
+	in := model.RegisterInput{
+		Key: op.Key, Kind: model.Kind(op.Kind), Process: op.Process,
+		Fence: op.Input.Fence, Value: op.Input.Value, Base: op.Input.Base,
+	}
+	return in, model.RegisterOutput{Outcome: model.Outcome(op.Outcome), Value: op.Output.Value}
 }
 
 // lockInOut builds the lock model's input and output. The process is the believer: the
@@ -80,31 +169,4 @@ func StoreOperations(h History) []porcupine.Operation {
 func lockInOut(op Op) (any, any) {
 	in := model.LockInput{Key: op.Key, Kind: model.Kind(op.Kind), Process: op.Process}
 	return in, model.LockOutput{Outcome: model.Outcome(op.Outcome), Fence: op.Output.Fence}
-}
-
-// convert turns the operations of h that keep selects into Porcupine operations, in the
-// order of h.Ops, with dense lanes over the whole history (so that every conversion of h
-// draws a process on the same lane) and Infinity as the return of unknown outcomes.
-func convert(h History, keep func(Op) bool, inOut func(Op) (any, any)) []porcupine.Operation {
-	lanes := Lanes(h.Ops)
-	var out []porcupine.Operation
-	for i, op := range h.Ops {
-		if !keep(op) {
-			continue
-		}
-		in, res := inOut(op)
-		ret := op.Return
-		if op.Outcome == Unknown {
-			ret = Infinity
-		}
-		out = append(out, porcupine.Operation{
-			ClientId: lanes[op.Process],
-			Input:    in,
-			Output:   res,
-			Call:     op.Call,
-			Return:   ret,
-			Metadata: OpMeta{Index: i, Process: op.Process, Client: op.Client, Call: op.Call, Return: op.Return, Outcome: op.Outcome},
-		})
-	}
-	return out
 }

@@ -7,6 +7,7 @@ package linearizability
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/anishathalye/porcupine"
 
@@ -47,6 +48,17 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// MemoryLimit is a soft memory limit (for debug.SetMemoryLimit) under which checking h
+// stays fast: the history itself (its operations' slice), a half of it again for the
+// checker's own indexes, beliefs and partitions, and 48 MB for the searches in flight.
+// Without a limit the garbage collector lets the heap grow to twice what is live, which
+// for a million operations is 600 MB of which half is garbage. It is soft: a search that
+// needs more memory gets it, at the cost of more collections.
+func MemoryLimit(h histories.History) int64 {
+	history := int64(cap(h.Ops)) * int64(unsafe.Sizeof(histories.Op{}))
+	return history*3/2 + 48<<20
+}
+
 // Check checks h against P1, P2, P3, L1, and P4 and P5 when it has job operations. The store's rule comes from h.Meta.Fencing,
 // which must be off, writes or full. An invalid history is an error and no result; a
 // visualisation that cannot be written is an error returned with the complete result.
@@ -68,13 +80,15 @@ func Check(h histories.History, opts Options) (Result, error) {
 	}
 	c := newChecker(h, mode, opts)
 	// In the order of AllProperties.
-	res := Result{Fencing: string(mode), Properties: []PropertyResult{c.exclusion(), c.store(), c.fences(), c.progress(), checkAtMostOnce(h), checkAtLeastOnce(h)}}
+	searched := c.searchAll(c.searches())
+	res := Result{Fencing: string(mode), Properties: append(searched, c.progress(), checkAtMostOnce(h), checkAtLeastOnce(h))}
 	res.Verdict = overall(res.Properties)
 	if opts.HTMLPath != "" {
-		if err := c.writeHTML(opts.HTMLPath, res); err != nil {
+		omitted, err := c.writeHTML(opts.HTMLPath, res)
+		if err != nil {
 			return res, fmt.Errorf("check history: %w", err)
 		}
-		res.HTML = opts.HTMLPath
+		res.HTML, res.HTMLOmitted = opts.HTMLPath, omitted
 	}
 	return res, nil
 }
@@ -85,58 +99,29 @@ type checker struct {
 	mode     model.Fencing
 	opts     Options
 	beliefs  map[string][]belief
-	lockOps  []porcupine.Operation // P1
-	storeOps []porcupine.Operation // P2
-	fenceOps []porcupine.Operation // P3
-	findings map[Property]finding  // first violation of each illegal property, for the visualisation
+	parts    [][]partition        // of each search, as searchAll left them, for the visualisation
+	findings map[Property]finding // first violation of each illegal property, for the visualisation
 }
 
 func newChecker(h histories.History, mode model.Fencing, opts Options) *checker {
-	return &checker{
-		h: h, mode: mode, opts: opts,
-		beliefs:  beliefs(h),
-		lockOps:  histories.LockOperations(h),
-		storeOps: histories.StoreOperations(h),
-		fenceOps: histories.FenceOperations(h),
-		findings: make(map[Property]finding),
-	}
+	return &checker{h: h, mode: mode, opts: opts, beliefs: beliefs(h), findings: make(map[Property]finding)}
 }
 
-func (c *checker) exclusion() PropertyResult {
-	return c.withPorcupine(P1, model.LockModel(model.LockOptions{Exclusion: true}), c.lockOps, "no lock operations",
-		func() finding { return explainExclusion(c.h, c.beliefs) })
-}
-
-func (c *checker) store() PropertyResult {
-	return c.withPorcupine(P2, model.RegisterModel(c.mode), c.storeOps, "no store operations",
-		func() finding { return explainStore(c.h, c.mode, c.storeOps, c.opts.Timeout) })
-}
-
-func (c *checker) fences() PropertyResult {
-	return c.withPorcupine(P3, model.LockModel(model.LockOptions{Fences: true}), c.fenceOps, "no acquire was granted a fence",
-		func() finding { return explainFences(c.h) })
-}
-
-// withPorcupine decides property p by Porcupine alone, then explains a violation.
-func (c *checker) withPorcupine(p Property, m porcupine.Model, ops []porcupine.Operation, none string, explain func() finding) PropertyResult {
-	if len(ops) == 0 {
-		return PropertyResult{Property: p, Verdict: NA, Explanation: none}
-	}
-	start := time.Now()
-	r := PropertyResult{Property: p, Ops: len(ops)}
-	switch porcupine.CheckOperationsTimeout(m, ops, c.opts.Timeout) {
-	case porcupine.Ok:
-		r.Verdict = OK
-	case porcupine.Illegal:
-		f := explain()
-		r.Verdict, r.Explanation, r.At, r.Until = Illegal, f.text, f.at, max(f.until, f.at)
-		c.findings[p] = f
-	default:
-		r.Verdict = Unknown
-		r.Explanation = fmt.Sprintf("Porcupine did not decide within %s", c.opts.Timeout)
-	}
-	r.Elapsed = time.Since(start)
-	return r
+// searches are the properties Porcupine decides, in the order of AllProperties.
+func (c *checker) searches() []search {
+	return []search{{
+		prop: P1, model: model.LockModel(model.LockOptions{Exclusion: true}), sel: histories.LockChecked(),
+		none:    "no lock operations",
+		explain: func([]porcupine.Operation) finding { return explainExclusion(c.h, c.beliefs) },
+	}, {
+		prop: P2, model: model.RegisterModel(c.mode), sel: histories.StoreChecked(),
+		none:    "no store operations",
+		explain: func(ops []porcupine.Operation) finding { return explainStore(c.h, c.mode, ops, c.opts.Timeout) },
+	}, {
+		prop: P3, model: model.LockModel(model.LockOptions{Fences: true}), sel: histories.FenceChecked(),
+		none:    "no acquire was granted a fence",
+		explain: func([]porcupine.Operation) finding { return explainFences(c.h) },
+	}}
 }
 
 func (c *checker) progress() PropertyResult {

@@ -74,6 +74,8 @@ type PropertyResult struct {
 	Until   int64         `json:"until_ns,omitempty"`
 	Ops     int           `json:"ops"`        // operations the property was checked on
 	Elapsed time.Duration `json:"elapsed_ns"` // checking time, explanation included
+	// Undecided (unknown only) are the keys Porcupine ran out of time on.
+	Undecided []Undecided `json:"undecided,omitempty"`
 }
 
 // Result is the verdict on a whole history.
@@ -82,6 +84,9 @@ type Result struct {
 	Fencing    string           `json:"fencing"` // the store's fencing mode the history was checked with
 	Properties []PropertyResult `json:"properties"`
 	HTML       string           `json:"html,omitempty"` // path of the visualisation, when one was written
+	// HTMLOmitted is how many keys the visualisation leaves out: those Porcupine could
+	// not decide in time, and legal ones beyond what a browser can show.
+	HTMLOmitted int `json:"html_omitted,omitempty"`
 }
 
 // Violation reports whether some property is illegal.

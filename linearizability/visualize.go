@@ -1,7 +1,9 @@
 package linearizability
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/anishathalye/porcupine"
@@ -91,39 +93,64 @@ func combined(models map[Property]porcupine.Model) porcupine.Model {
 	}
 }
 
+// htmlBudget is how many operations of legal keys the visualisation shows at most: a
+// page of a million operations is hundreds of megabytes that no browser opens. Keys with
+// a violation are always in it.
+const htmlBudget = 100_000
+
 // writeHTML checks the combined model verbosely (with the same timeout; a timeout still
 // gives a file, with the partial linearizations found so far) and writes the visualisation.
-// Properties whose check timed out are not in it.
-func (c *checker) writeHTML(path string, res Result) error {
-	models := map[Property]porcupine.Model{
-		P1: model.LockModel(model.LockOptions{Exclusion: true}),
-		P2: model.RegisterModel(c.mode),
-		P3: model.LockModel(model.LockOptions{Fences: true}),
+// Keys whose search ran out of time are not in it (searching them again for the picture
+// would spend the same time again for nothing), nor legal keys beyond htmlBudget
+// operations, the largest keys first to go. It returns how many keys it left out.
+func (c *checker) writeHTML(path string, res Result) (omitted int, err error) {
+	searches := c.searches()
+	models := map[Property]porcupine.Model{}
+	for _, s := range searches {
+		models[s.prop] = s.model
 	}
+	lanes := histories.Lanes(c.h.Ops)
 	var ops []porcupine.Operation
-	tag := func(p Property, part []porcupine.Operation) {
-		for _, op := range part {
-			op.Input = tagged{p, op.Input}
+	include := func(s search, idx []int) {
+		for _, op := range s.sel.Convert(c.h, idx, lanes) {
+			op.Input = tagged{s.prop, op.Input}
 			ops = append(ops, op)
 		}
 	}
-	// A property Porcupine could not decide in time is left out: checking it again for
-	// the picture would spend the same time again for nothing.
-	for _, x := range []struct {
-		p    Property
-		part []porcupine.Operation
-	}{{P1, c.lockOps}, {P2, c.storeOps}, {P3, c.fenceOps}} {
-		if pr, ok := res.Property(x.p); !ok || pr.Verdict != Unknown {
-			tag(x.p, x.part)
+	type key struct {
+		s search
+		p partition
+	}
+	var legal []key
+	for si, s := range searches {
+		for _, p := range c.parts[si] {
+			switch {
+			case p.checked && p.verdict == porcupine.Unknown:
+				omitted++
+			case p.checked && p.verdict == porcupine.Ok:
+				legal = append(legal, key{s, p})
+			default:
+				include(s, p.Ops)
+			}
 		}
+	}
+	slices.SortStableFunc(legal, func(a, b key) int { return cmp.Compare(len(a.p.Ops), len(b.p.Ops)) })
+	budget := htmlBudget
+	for _, l := range legal {
+		if len(l.p.Ops) > budget {
+			omitted++
+			continue
+		}
+		budget -= len(l.p.Ops)
+		include(l.s, l.p.Ops)
 	}
 	m := combined(models)
 	_, info := porcupine.CheckOperationsVerbose(m, ops, c.opts.Timeout)
 	info.AddAnnotations(c.annotations(res))
 	if err := porcupine.VisualizePath(m, info, path); err != nil {
-		return fmt.Errorf("write visualisation %s: %w", path, err)
+		return omitted, fmt.Errorf("write visualisation %s: %w", path, err)
 	}
-	return nil
+	return omitted, nil
 }
 
 // annotations are the fault windows (on a "faults" lane, and client-targeted ones also on

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,9 @@ again, without any server. Exit status: 0 no violation, 1 violation, 2 error, 3 
 			h, err := histories.Load(args[0])
 			if err != nil {
 				return &statusError{exitError, err}
+			}
+			if os.Getenv("GOMEMLIMIT") == "" { // the user's own limit wins
+				debug.SetMemoryLimit(linearizability.MemoryLimit(h))
 			}
 			if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
 				if html == "" {
