@@ -75,11 +75,16 @@ vet:
 # Longer fuzzing of the readers than `make test` does (the seed corpus runs in every test).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadHistory -fuzztime 60s ./histories
+	$(GO) test -run '^$$' -fuzz FuzzOpDecoder -fuzztime 60s ./histories
 	$(GO) test -run '^$$' -fuzz FuzzParsePlan -fuzztime 60s ./plan
 
+# The performance goals (BENCHMARKS.md): each measured by a Go benchmark as a ratio in
+# one run; internal/benchtable runs them one after the other (a few minutes on 2 cores;
+# the docker backend's row needs `make docker-image`, else it says not measured), prints
+# the table and writes it between the bench markers of BENCHMARKS.md, with the raw output
+# in $(OUT)/bench/bench.txt. Every other benchmark: go test -run '^$$' -bench . ./...
 bench: deps build
-	$(GO) test -run '^$$' -bench . -benchmem ./histories ./linearizability ./timeline ./workload ./locks
-	$(GO) test -run '^$$' -bench RunOnBackend -benchtime 5x ./runner
+	$(GO) run ./internal/benchtable -go $(GO) -markdown BENCHMARKS.md -out $(OUT)/bench
 
 # A short property-based fault campaign for CI (docs/nightly.md): for each bug class a
 # random search (no scenario hints) that stops at its first detection, confirms and

@@ -130,6 +130,9 @@ func (r Result) String() string {
 		}
 		b.WriteString(strings.TrimRight(line, " ") + "\n")
 	}
+	if r.HTMLOmitted > 0 {
+		fmt.Fprintf(&b, "  the visualisation leaves out %d keys: undecided ones, and legal ones beyond %d operations\n", r.HTMLOmitted, htmlBudget)
+	}
 	return b.String()
 }
 

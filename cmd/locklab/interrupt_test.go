@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asCLI) == "1" {
 		main() // exits
 	}
+	if spec := os.Getenv(asSynth); spec != "" {
+		writeSynth(spec) // exits
+	}
 	os.Exit(m.Run())
 }
 

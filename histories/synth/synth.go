@@ -150,3 +150,58 @@ func (h *clients) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// Adversarial describes a history made to blow Porcupine's search up, the shape a
+// partition leaves behind: Concurrent writes to one store key whose outcomes are unknown
+// (each may take effect at any moment after its call, so their intervals all overlap
+// and never end), then a read of a value none of them wrote. No order explains the read,
+// and proving that means trying every subset of the writes: the search doubles with
+// each write. Keys more keys beside it carry a small legal history each, so that a
+// report must say which key it could not decide.
+type Adversarial struct {
+	Concurrent int
+	Keys       int    // keys in all, at least 1; the adversarial one is "k0"
+	Fencing    string // off, writes or full
+}
+
+// History generates the history a describes. Decided, it is illegal: a checker may say
+// illegal or, out of time, unknown, never ok.
+func (a Adversarial) History() (histories.History, error) {
+	if a.Concurrent < 1 || a.Keys < 1 {
+		return histories.History{}, fmt.Errorf("adversarial history: concurrent %d and keys %d: want at least 1 each", a.Concurrent, a.Keys)
+	}
+	others := a.Keys - 1
+	rest, err := Legal{Seed: uint64(a.Concurrent), Clients: max(2*others, 1), Keys: max(others, 1), Ops: 40 * others, Fencing: a.Fencing}.History()
+	if err != nil {
+		return histories.History{}, fmt.Errorf("adversarial history: %w", err)
+	}
+	ops := rest.Ops
+	for i := range ops {
+		ops[i].Key = fmt.Sprintf("k%d", keyNumber(ops[i].Key)+1) // k0 is the adversarial key
+		ops[i].Process += a.Concurrent + 1
+	}
+	const us = int64(time.Microsecond)
+	for i := range a.Concurrent {
+		ops = append(ops, histories.Op{
+			Process: i, Client: i, Key: "k0", Kind: histories.Write,
+			Input:  histories.Input{Value: int64(i + 1)},
+			Output: histories.Output{Error: "i/o timeout"}, Outcome: histories.Unknown,
+			Call: int64(i) * us, Return: int64(i)*us + int64(time.Second),
+		})
+	}
+	read := int64(a.Concurrent+10) * us
+	ops = append(ops, histories.Op{
+		Process: a.Concurrent, Client: a.Concurrent, Key: "k0", Kind: histories.Read,
+		Output: histories.Output{Value: -1}, Outcome: histories.OK, Call: read, Return: read + us,
+	})
+	histories.SortOps(ops)
+	rest.Meta.Impl = "synthetic-adversarial"
+	return histories.History{Meta: rest.Meta, Ops: ops}, nil
+}
+
+// keyNumber is N of a key "kN" that Legal made.
+func keyNumber(key string) int {
+	var n int
+	fmt.Sscanf(key, "k%d", &n)
+	return n
+}

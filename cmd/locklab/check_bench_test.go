@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/histories/synth"
+)
+
+// The checker's scale, as a user meets it: `locklab check FILE` in a process of its own,
+// timed from start to exit, its peak resident memory from the kernel (getrusage).
+// Exit status 0 is asserted: the histories are legal, so anything else is a failure.
+
+// BenchmarkCheckMillion: 1,000,000 operations over 1,000 keys, 4 clients per key, 1% of
+// the writes of unknown outcome, fencing full (a 190 MB file). Goals: under 5 s wall and
+// under 400 MB resident on 2 cores.
+func BenchmarkCheckMillion(b *testing.B) {
+	benchCheckCLI(b, synth.Legal{Seed: 1, Clients: 4000, Keys: 1000, Ops: 1_000_000, Unknown: 0.01, Fencing: "full"})
+}
+
+// BenchmarkCheckSingleKey: 10,000 operations of 8 clients on one key. Goal: under 0.2 s.
+func BenchmarkCheckSingleKey(b *testing.B) {
+	benchCheckCLI(b, synth.Legal{Seed: 1, Clients: 8, Keys: 1, Ops: 10_000, Unknown: 0.01, Fencing: "full"})
+}
+
+func benchCheckCLI(b *testing.B, l synth.Legal) {
+	path := filepath.Join(b.TempDir(), histories.HistoryFile)
+	spec, err := json.Marshal(synthFile{l, path})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Made in a process of its own: Linux carries a process's peak resident memory into
+	// the children it starts, and this one must stay small for the check's own peak to
+	// be what is measured.
+	gen := exec.Command(os.Args[0])
+	gen.Env = append(os.Environ(), asSynth+"="+string(spec))
+	if out, err := gen.CombinedOutput(); err != nil {
+		b.Fatalf("generate the history: %v\n%s", err, out)
+	}
+	var walls []time.Duration
+	var rss int64
+	for b.Loop() {
+		cmd := exec.Command(os.Args[0], "check", path)
+		cmd.Env = append(os.Environ(), asCLI+"=1")
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		walls = append(walls, time.Since(start))
+		if err != nil {
+			b.Fatalf("locklab check: %v\n%s", err, out)
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = max(rss, ru.Maxrss) // kilobytes on Linux
+		}
+	}
+	slices.Sort(walls)
+	b.ReportMetric(walls[len(walls)/2].Seconds(), "wall-s")
+	b.ReportMetric(float64(rss)/1024, "rss-MB")
+	b.ReportMetric(float64(l.Ops)/walls[len(walls)/2].Seconds(), "ops/s")
+}
+
+// asSynth makes the test binary write a synthetic history (a JSON synthFile) and exit.
+const asSynth = "LOCKLAB_TEST_SYNTH"
+
+type synthFile struct {
+	Legal synth.Legal
+	Path  string
+}
+
+func writeSynth(spec string) {
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var s synthFile
+	if err := json.Unmarshal([]byte(spec), &s); err != nil {
+		fail(err)
+	}
+	h, err := s.Legal.History()
+	if err != nil {
+		fail(err)
+	}
+	f, err := os.Create(s.Path)
+	if err != nil {
+		fail(err)
+	}
+	if err := histories.WriteHistory(f, h); err != nil {
+		fail(err)
+	}
+	if err := f.Close(); err != nil {
+		fail(err)
+	}
+	os.Exit(0)
+}
