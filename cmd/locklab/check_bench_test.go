@@ -31,6 +31,17 @@ func BenchmarkCheckSingleKey(b *testing.B) {
 	benchCheckCLI(b, synth.Legal{Seed: 1, Clients: 8, Keys: 1, Ops: 10_000, Unknown: 0.01, Fencing: "full"})
 }
 
+// BenchmarkCheckScale is BenchmarkCheckMillion's history at smaller sizes (a key per
+// 1,000 operations, 4 clients per key): with the million, whether time and memory grow
+// no faster than the history.
+func BenchmarkCheckScale(b *testing.B) {
+	for _, n := range []int{125_000, 250_000, 500_000} {
+		b.Run(fmt.Sprintf("ops-%d", n), func(b *testing.B) {
+			benchCheckCLI(b, synth.Legal{Seed: 1, Clients: 4 * n / 1000, Keys: n / 1000, Ops: n, Unknown: 0.01, Fencing: "full"})
+		})
+	}
+}
+
 func benchCheckCLI(b *testing.B, l synth.Legal) {
 	path := filepath.Join(b.TempDir(), histories.HistoryFile)
 	spec, err := json.Marshal(synthFile{l, path})

@@ -15,6 +15,7 @@ func document(res results, header string) (string, int) {
 	goalsMD, missed := goalsTable(res)
 	b.WriteString(goalsMD)
 	b.WriteString("\n" + details(res))
+	b.WriteString("\n" + growth(res))
 	b.WriteString("\n" + curve(res))
 	b.WriteString("\n" + scaling(res))
 	b.WriteString("\n" + backends(res))
@@ -58,6 +59,25 @@ func sub(res results, parent, prefix string) ([]int, []map[string]float64) {
 		ms[i] = res[fmt.Sprintf("%s/%s%d", parent, prefix, n)]
 	}
 	return ns, ms
+}
+
+// growth is the check's time and memory by history size (BenchmarkCheckScale and
+// BenchmarkCheckMillion).
+func growth(res results) string {
+	ns, ms := sub(res, "BenchmarkCheckScale", "ops-")
+	if m, ok := res["BenchmarkCheckMillion"]; ok {
+		ns, ms = append(ns, 1_000_000), append(ms, m)
+	}
+	if len(ns) == 0 {
+		return "The check's growth was not measured.\n"
+	}
+	var b strings.Builder
+	b.WriteString("`locklab check` by history size (a key per 1,000 operations, 4 clients per key):\n\n| operations | wall | peak resident | per 1,000 operations |\n|---|---|---|---|\n")
+	for i, n := range ns {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s, %s |\n", n, num(ms[i]["wall-s"], "s"), num(ms[i]["rss-MB"], "MB"),
+			num(ms[i]["wall-s"]*1e6/float64(n), "ms"), num(ms[i]["rss-MB"]*1000/float64(n), "MB"))
+	}
+	return b.String()
 }
 
 // curve is the adversarial histories' cost by size, and where it runs out of time.

@@ -37,7 +37,7 @@ const (
 // runs are every invocation, in the order make bench takes them.
 func runs() []run {
 	return []run{
-		checkRun:    {"./cmd/locklab", "CheckMillion|CheckSingleKey", "3x"},
+		checkRun:    {"./cmd/locklab", "CheckMillion|CheckSingleKey|CheckScale", "3x"},
 		advRun:      {"./linearizability", "Adversarial", "1x"},
 		workloadRun: {"./workload", "RecordingOverhead|HarnessThroughput", "1x"},
 		plansRun:    {"./campaign", "PlanThroughput", "1x"},

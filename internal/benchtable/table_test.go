@@ -33,7 +33,7 @@ func TestTableSaysWhichGoalsAreMet(t *testing.T) {
 	for _, want := range []string{
 		"| 2.47 s | 0.49 | yes |", "| 0.25 s | 1.25 | **no** |", "not measured", "| 70 | 1.17 | yes |",
 		"from N = 16; the largest N decided is 12", "| 2 | 70 | 1.75 |",
-		"`go test -run '^$' -bench 'CheckMillion|CheckSingleKey' -benchtime 3x -benchmem ./cmd/locklab`",
+		"`go test -run '^$' -bench 'CheckMillion|CheckSingleKey|CheckScale' -benchtime 3x -benchmem ./cmd/locklab`",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("table lacks %q:\n%s", want, md)
