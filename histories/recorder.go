@@ -116,15 +116,12 @@ func (r *Recorder) History() History {
 	defer r.mu.Unlock()
 	n := 0
 	for _, s := range r.streams {
-		for _, c := range s.chunks {
-			n += len(c)
-		}
+		n += s.kept.len()
 	}
 	ops := make([]Op, 0, n)
+	in := interner{}
 	for _, s := range r.streams {
-		for _, c := range s.chunks {
-			ops = append(ops, c...)
-		}
+		ops = s.kept.appendOps(ops, in)
 	}
 	SortOps(ops)
 	faults := slices.Clone(r.faults)
@@ -176,24 +173,16 @@ type Stream struct {
 	client    int
 	lockProc  int
 	storeProc int
-	chunks    [][]Op // fixed-size chunks: appending never copies what is recorded
+	kept      store // what it recorded (slots.go)
 }
 
-// chunkSize is the number of operations per chunk.
-const chunkSize = 1024
-
-// add appends op to the last chunk, starting a new one when it is full.
+// add keeps op, or hands it to the recorder's sink.
 func (s *Stream) add(op Op) {
 	if s.rec.sink != nil {
 		s.rec.sink(op)
 		return
 	}
-	last := len(s.chunks) - 1
-	if last < 0 || len(s.chunks[last]) == chunkSize {
-		s.chunks = append(s.chunks, make([]Op, 0, chunkSize))
-		last++
-	}
-	s.chunks[last] = append(s.chunks[last], op)
+	s.kept.keep(op)
 }
 
 // Process is the stream's current process id for lock operations.
