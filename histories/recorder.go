@@ -47,7 +47,11 @@ func (r *Recorder) Base() time.Time { return r.base }
 func (r *Recorder) NewProcess() int { return int(r.nextProc.Add(1) - 1) }
 
 // Stream returns a new stream for one client. A stream must be used by one goroutine at a time.
+// A nil recorder hands out nil streams, which record nothing.
 func (r *Recorder) Stream(client int) *Stream {
+	if r == nil {
+		return nil
+	}
 	s := &Stream{rec: r, client: client, lockProc: r.NewProcess(), storeProc: r.NewProcess()}
 	r.mu.Lock()
 	r.streams = append(r.streams, s)
@@ -112,15 +116,12 @@ func (r *Recorder) History() History {
 	defer r.mu.Unlock()
 	n := 0
 	for _, s := range r.streams {
-		for _, c := range s.chunks {
-			n += len(c)
-		}
+		n += s.kept.len()
 	}
 	ops := make([]Op, 0, n)
+	in := interner{}
 	for _, s := range r.streams {
-		for _, c := range s.chunks {
-			ops = append(ops, c...)
-		}
+		ops = s.kept.appendOps(ops, in)
 	}
 	SortOps(ops)
 	faults := slices.Clone(r.faults)
@@ -164,29 +165,24 @@ func cmpInt64(a, b int64) int {
 // belief by releasing it, as the same process. Lock operations and store operations are
 // checked in separate partitions (P1/P3 and P2), so each family has its own process id: a
 // store write that timed out must not take away the lock its client still holds.
+//
+// A nil stream records nothing and reads no clock (Now is 0, Record returns the zero Op):
+// it is a client without recording, against which the recorder's cost is measured.
 type Stream struct {
 	rec       *Recorder
 	client    int
 	lockProc  int
 	storeProc int
-	chunks    [][]Op // fixed-size chunks: appending never copies what is recorded
+	kept      store // what it recorded (slots.go)
 }
 
-// chunkSize is the number of operations per chunk.
-const chunkSize = 1024
-
-// add appends op to the last chunk, starting a new one when it is full.
+// add keeps op, or hands it to the recorder's sink.
 func (s *Stream) add(op Op) {
 	if s.rec.sink != nil {
 		s.rec.sink(op)
 		return
 	}
-	last := len(s.chunks) - 1
-	if last < 0 || len(s.chunks[last]) == chunkSize {
-		s.chunks = append(s.chunks, make([]Op, 0, chunkSize))
-		last++
-	}
-	s.chunks[last] = append(s.chunks[last], op)
+	s.kept.keep(op)
 }
 
 // Process is the stream's current process id for lock operations.
@@ -199,12 +195,20 @@ func (s *Stream) StoreProcess() int { return s.storeProc }
 func (s *Stream) Client() int { return s.client }
 
 // Now is the recorder's clock.
-func (s *Stream) Now() int64 { return s.rec.Now() }
+func (s *Stream) Now() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.rec.Now()
+}
 
 // Record appends a finished operation: call is the time taken before the operation was
 // sent (from Now). Process, client and return time are filled in here. After an unknown
 // outcome (but an extend's) the stream moves to a fresh process for that family.
 func (s *Stream) Record(kind Kind, key string, in Input, out Output, outcome Outcome, call int64) Op {
+	if s == nil {
+		return Op{}
+	}
 	proc := &s.lockProc
 	if kind.IsStore() || kind.IsJob() {
 		proc = &s.storeProc
@@ -223,6 +227,9 @@ func (s *Stream) Record(kind Kind, key string, in Input, out Output, outcome Out
 // Crash records that the client stopped for good at this moment; it ends every belief of
 // its current lock process on key.
 func (s *Stream) Crash(key string) {
+	if s == nil {
+		return
+	}
 	now := s.rec.Now()
 	s.add(Op{Process: s.lockProc, Client: s.client, Key: key, Kind: Crash, Outcome: OK, Call: now, Return: now})
 	s.lockProc, s.storeProc = s.rec.NewProcess(), s.rec.NewProcess()

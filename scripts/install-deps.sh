@@ -14,7 +14,8 @@ esac
 
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
-command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+# redis-tools: redis-cli, and redis-benchmark, which make bench compares the harness with.
+{ command -v redis-cli && command -v redis-benchmark; } >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 ls /usr/lib/*/faketime/libfaketime*.so.1 >/dev/null 2>&1 || need+=(libfaketime)
 # The Node.js example client of the subprocess protocol (clients/node).

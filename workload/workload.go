@@ -72,7 +72,9 @@ type Config struct {
 	NewLocker func(client int) (lockimpl.Locker, error)
 	Clock     func(client int) lockimpl.Clock // nil: the system clock
 	Hook      Hook                            // nil: no faults at client points
-	Rec       *histories.Recorder
+	// Rec records every operation. nil records nothing (not for job-queue workers, whose
+	// clock it is): the same clients without recording, to measure what recording costs.
+	Rec *histories.Recorder
 
 	// Jobs, when set, makes the clients job-queue workers (jobs.go) instead of
 	// read-modify-write clients; Keys is then unused.
@@ -99,8 +101,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("extend must be a probability between 0 and 1, got %g", c.Extend)
 	case c.Timeout <= 0:
 		return fmt.Errorf("timeout must be positive, got %s", c.Timeout)
-	case c.NewLocker == nil || c.Rec == nil || c.StoreAddr == nil:
-		return fmt.Errorf("workload needs a locker factory, a recorder and a store address")
+	case c.NewLocker == nil || c.StoreAddr == nil:
+		return fmt.Errorf("workload needs a locker factory and a store address")
+	case c.Rec == nil && c.Jobs != nil:
+		return fmt.Errorf("job-queue workers need a recorder: it is their clock")
 	}
 	if c.Jobs != nil {
 		if err := c.Jobs.validate(); err != nil {
@@ -395,7 +399,9 @@ func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed boo
 	if err != nil {
 		out = histories.Output{Error: err.Error()}
 	}
-	if c.rec.Record(histories.Read, key, histories.Input{Fence: fence}, out, storeOutcome(err), call).Outcome != histories.OK {
+	outcome := storeOutcome(err)
+	c.rec.Record(histories.Read, key, histories.Input{Fence: fence}, out, outcome, call)
+	if outcome != histories.OK {
 		return c.release(ctx, lease)
 	}
 	if c.cfg.Extend > 0 && !c.noExtend && c.rng.Float64() < c.cfg.Extend {

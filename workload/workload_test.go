@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,5 +145,53 @@ func TestUnsupportedExtendIsNotRecordedAndNotRetried(t *testing.T) {
 	}
 	if count(h, histories.Write, histories.OK) == 0 {
 		t.Fatal("no writes: the sections should go on without extending")
+	}
+}
+
+// TestClientsWorkWithoutARecorder: without a recorder (Config.Rec nil, the baseline of
+// the recording overhead) the clients do the same work: every critical section writes.
+func TestClientsWorkWithoutARecorder(t *testing.T) {
+	lock := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
+	store := clustertest.Node(t, cluster.NodeConfig{Name: "store"})
+	impl, err := locks.All().Get("setnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int64
+	stop := make(chan struct{})
+	time.AfterFunc(200*time.Millisecond, func() { close(stop) })
+	err = Run(clustertest.Context(t), stop, Config{
+		Clients: 2, Keys: 1, TTL: time.Second, Fencing: FencingOff, Timeout: time.Second, Seed: 7,
+		StoreAddr: func(int) string { return store.Addr() },
+		NewLocker: func(int) (lockimpl.Locker, error) { return impl.New(lockimpl.Config{Addrs: []string{lock.Addr()}}) },
+		Hook: func(_ context.Context, _ int, point string) error {
+			if point == BeforeWrite {
+				writes.Add(1)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(store.Addr(), FencingOff, time.Second)
+	defer s.Close()
+	v, err := s.Read(clustertest.Context(t), KeyName(0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v == 0 || v != writes.Load() {
+		t.Fatalf("the store holds %d after %d writes; want as many, and some", v, writes.Load())
+	}
+}
+
+func TestJobsNeedARecorder(t *testing.T) {
+	cfg := Config{
+		Clients: 1, Keys: 1, TTL: time.Second, Timeout: time.Second, Fencing: FencingOff,
+		StoreAddr: func(int) string { return "" }, NewLocker: func(int) (lockimpl.Locker, error) { return nil, nil },
+		Jobs: &Jobs{},
+	}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "recorder") {
+		t.Fatalf("a job-queue configuration without a recorder: %v; want refused for it", err)
 	}
 }

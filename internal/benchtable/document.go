@@ -37,6 +37,8 @@ func details(res results) string {
 	row("workload, unrecorded: lock operations per second", "BenchmarkRecordingOverhead", "unrecorded-ops/s", "")
 	row("harness, 16 clients: lock operations per second", "BenchmarkHarnessThroughput", "lockops/s", "")
 	row("redis-benchmark SET NX PX, 16 clients: operations per second", "BenchmarkHarnessThroughput", "redis-benchmark-ops/s", "")
+	row("harness through the clients' Toxiproxy links, as a run has them: lock operations per second", "BenchmarkHarnessThroughput", "linked-lockops/s", "")
+	row("… ÷ redis-benchmark", "BenchmarkHarnessThroughput", "linked/redis-benchmark", "")
 	if r, ok := res["BenchmarkRender"]; ok {
 		fmt.Fprintf(&b, "| timeline of 50,000 operations: time, allocated | %s, %s |\n", num(r["ns/op"]/1e6, "ms"), num(r["B/op"]/1e6, "MB"))
 	}
