@@ -34,7 +34,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 		return slices.IndexFunc(servers, func(s serverLane) bool { return s.name == name })
 	}
 	var failovers, partitions []histories.FaultWindow
-	var evs []leaseEvent
+	evs := make([]leaseEvent, 0, len(order)) // at most one an operation, and the faults
 	for n, i := range order {
 		op := &h.Ops[i]
 		at := op.Call
