@@ -197,16 +197,20 @@ func (m *model) boundLanes(h histories.History, inView []int, keys map[string]bo
 }
 
 // chooseClients picks the client lanes drawn, in this order until there are
-// maxClientLanes: the clients the first violation names, those that believed they held a
-// lock when it started, those with a fault in the view, those with operations (whose
-// marks stand in it) or beliefs in it; each group by id.
+// maxClientLanes: the clients the first violation names, those that believed they held
+// its lock (a key it names, else any) when it started, those with a fault in the view,
+// those with operations (whose marks stand in it) or beliefs in it; each group by id.
 func (m *model) chooseClients(h histories.History, inView []int) map[int]bool {
 	var named, believers, faulted, busy []int
 	if len(m.violations) > 0 {
 		v := m.violations[0]
 		named = namedClients(v.prop.Explanation)
+		keys := quoted(v.prop.Explanation)
+		involved := func(b belief) bool {
+			return b.start <= v.from && b.end >= v.from && (len(keys) == 0 || slices.Contains(keys, b.key))
+		}
 		for _, l := range m.clients {
-			if v.placed && slices.ContainsFunc(l.beliefs, func(b belief) bool { return b.start <= v.from && b.end >= v.from }) {
+			if v.placed && slices.ContainsFunc(l.beliefs, involved) {
 				believers = append(believers, l.client)
 			}
 		}

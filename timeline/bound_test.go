@@ -97,6 +97,25 @@ func TestViolationsClientsKeepTheirLanes(t *testing.T) {
 	}
 }
 
+// Of the clients that believed they held a lock when the violation started, those of its
+// key come first.
+func TestViolationsBelieversOfItsKeyFirst(t *testing.T) {
+	h := crowd(200, 200)
+	for c := range 100 { // beliefs of other keys to the end of the run
+		op := acquire(1000+c, c, 1000, 1001, 0)
+		op.Key = fmt.Sprintf("x%d", c)
+		h.Ops = append(h.Ops, op)
+	}
+	h.Ops = append(h.Ops, acquire(1200, 120, 1002, 1003, 0), acquire(1201, 150, 1004, 1005, 0))
+	res := allOK()
+	res.Properties[0] = linearizability.PropertyResult{Property: linearizability.P1, Verdict: linearizability.Illegal, At: 1005 * ms, Until: 1006 * ms,
+		Explanation: `process 1201 (client 150) acquired lock "k0" at 1.005 s while another process believed it held it`}
+	m := build(Run{History: h, Result: res})
+	if m.client(150) == nil || m.client(120) == nil {
+		t.Errorf("lanes %d..%d: want the named client 150 and client 120, which believed it held k0", m.clients[0].client, m.clients[len(m.clients)-1].client)
+	}
+}
+
 // Clients with a fault in the view come before those that only worked; the faults of
 // those left out are counted.
 func TestFaultedClientsFirst(t *testing.T) {
