@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/histories/synth"
 )
 
 // BenchmarkRender draws a run of 10,000 critical sections (50,000 operations): the
@@ -25,4 +26,31 @@ func BenchmarkRender(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkRenderMillion draws a synthetic legal history of a million operations by 4,000
+// clients on 1,000 keys, as `locklab check` draws a re-checked history of that size: the
+// picture's size and the time to draw it must not grow with the history. It reports the
+// bytes of the picture.
+func BenchmarkRenderMillion(b *testing.B) {
+	h := legal(b, synth.Legal{Seed: 1, Clients: 4000, Keys: 1000, Ops: 1_000_000, Unknown: 0.01, Fencing: "full"})
+	run := Run{History: h, Result: allOK()}
+	b.ReportAllocs()
+	var size int
+	for b.Loop() {
+		var w countingWriter
+		if err := Render(&w, run); err != nil {
+			b.Fatal(err)
+		}
+		size = w.n
+	}
+	b.ReportMetric(float64(size), "svg-bytes")
+}
+
+// countingWriter counts what is written to it.
+type countingWriter struct{ n int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	return len(p), nil
 }

@@ -10,7 +10,8 @@ import (
 // Cropping: a long run is drawn around what matters — the first violation from the
 // grant of a belief it involves, else the faults from the last grant before the first
 // of them (as report/narrate.go's story), else the start of the run — and what is left
-// out on either side is counted in a line under the axis.
+// out on either side is counted in a line under the axis. A view that still holds more
+// operations than a browser draws comfortably is narrowed around the story (bound.go).
 const (
 	maxOpsUncropped = 150
 	quietWindow     = int64(1500 * time.Millisecond) // a run without faults or violation
@@ -33,20 +34,20 @@ func (s summary) String() string {
 	return line
 }
 
-// crop chooses the stretch drawn and summarises the rest.
-func crop(h histories.History, bs []belief, vs []violation, end int64) (view span, before, after *summary) {
-	focus := focusOf(h, bs, vs, end)
+// crop chooses the stretch drawn and summarises the rest; when the budget of operations
+// made it narrower than the story, narrowed names what it was narrowed around.
+func crop(h histories.History, bs []belief, vs []violation, end int64) (view span, before, after *summary, narrowed string) {
+	f := focusOf(h, bs, vs, end)
 	full := span{0, max(end, 1)}
 	if end == 0 {
 		full.to = int64(time.Second)
 	}
-	long := full.to-full.from > (focus.to-focus.from)*5/4
-	if !long && len(h.Ops) <= maxOpsUncropped || focus.from <= 0 && focus.to >= full.to {
-		return full, nil, nil
+	view, ok := narrow(h.Ops, storyView(h, f, full), f)
+	if ok {
+		narrowed = f.what
 	}
-	view = span{max(0, focus.from), min(focus.to, full.to)}
-	if view.to <= view.from {
-		return full, nil, nil
+	if view == full {
+		return full, nil, nil, ""
 	}
 	if view.from > 0 {
 		before = &summary{from: 0, to: view.from}
@@ -85,16 +86,39 @@ func crop(h histories.History, bs []belief, vs []violation, end int64) (view spa
 	}
 	count(before, func(_, to int64) bool { return to < view.from })
 	count(after, func(from, _ int64) bool { return from > view.to })
-	return view, before, after
+	return view, before, after, narrowed
+}
+
+// storyView is the stretch that tells the story: the focus, or the whole run when that
+// is short or the focus covers it.
+func storyView(h histories.History, f focus, full span) span {
+	long := full.to-full.from > (f.to-f.from)*5/4
+	if !long && len(h.Ops) <= maxOpsUncropped || f.from <= 0 && f.to >= full.to {
+		return full
+	}
+	view := span{max(0, f.from), min(f.to, full.to)}
+	if view.to <= view.from {
+		return full
+	}
+	return view
+}
+
+// focus is what a picture is drawn around.
+type focus struct {
+	span        // the stretch that tells the story, with a margin
+	core span   // the same without the margin
+	at   int64  // the moment the story turns on
+	what string // that moment in words, for the legend
 }
 
 // focusOf is the stretch that tells the run's story, with a margin.
-func focusOf(h histories.History, bs []belief, vs []violation, end int64) span {
-	var from, to int64
+func focusOf(h histories.History, bs []belief, vs []violation, end int64) focus {
+	var from, to, at int64
+	what := "the first violation"
 	switch {
 	case len(vs) > 0 && vs[0].placed:
 		first := vs[0]
-		from, to = first.from, first.to
+		from, to, at = first.from, first.to, first.from
 		for _, b := range bs {
 			if b.start <= first.from && b.end >= first.from {
 				from = min(from, b.granted) // the belief the violation involves, from its grant
@@ -120,10 +144,10 @@ func focusOf(h histories.History, bs []belief, vs []violation, end int64) span {
 				from = max(from, op.Call)
 			}
 		}
-		to = last + aftermath
+		to, at, what = last+aftermath, first, "the first fault"
 	default:
-		return span{0, quietWindow}
+		return focus{span: span{0, quietWindow}, what: "the start of the run"}
 	}
 	margin := max((to-from)/10, minMargin)
-	return span{from - margin, to + margin}
+	return focus{span: span{from - margin, to + margin}, core: span{from, to}, at: at, what: what}
 }

@@ -3,5 +3,8 @@
 // grant to expiry by the server's clock, beliefs, fault windows, each write with its
 // fence accepted or refused, and the first violation with its explanation. The picture
 // is a self-contained SVG (no script, no external resource) that opens from the run
-// directory. It depends only on the history and its checked result.
+// directory. It depends only on the history and its checked result. Its size and the
+// time to draw it are bounded whatever the history's size (bound.go): a long run is
+// cropped around its story, a busy one narrowed to what a browser draws comfortably,
+// and what is left out is counted under the axis.
 package timeline

@@ -34,7 +34,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 		return slices.IndexFunc(servers, func(s serverLane) bool { return s.name == name })
 	}
 	var failovers, partitions []histories.FaultWindow
-	var evs []leaseEvent
+	evs := make([]leaseEvent, 0, len(order)) // at most one an operation, and the faults
 	for n, i := range order {
 		op := &h.Ops[i]
 		at := op.Call
@@ -63,16 +63,26 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 
 	var out []lease
 	// current holds, per server and key, the lease granted last (an index into out): in
-	// time order only it can still be live, so events look at it alone.
-	type slot struct {
-		server int
-		key    string
+	// time order only it can still be live, so events look at it alone. An operation
+	// looks up its own key on each server, a fault its server's keys: never every key.
+	current := make([]map[string]int, len(servers))
+	for s := range current {
+		current[s] = map[string]int{}
 	}
-	current := map[slot]int{}
-	live := func(match func(*lease) bool, do func(*lease)) {
-		for _, i := range current {
+	onServer := func(s int, match func(*lease) bool, do func(*lease)) {
+		if s < 0 {
+			return
+		}
+		for _, i := range current[s] {
 			if l := &out[i]; match(l) {
 				do(l)
+			}
+		}
+	}
+	ofKey := func(key string, match func(*lease) bool, do func(*lease)) {
+		for s := range current {
+			if i, ok := current[s][key]; ok && match(&out[i]) {
+				do(&out[i])
 			}
 		}
 	}
@@ -122,8 +132,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 	ttl := func(op *histories.Op) int64 { return int64(cmp.Or(op.Input.TTL, h.Meta.TTL, time.Second)) }
 	for _, e := range evs {
 		if f := e.fault; f != nil {
-			s := index(f.Target)
-			live(func(l *lease) bool { return l.server == s && l.start <= f.Start && l.end() > f.Start }, func(l *lease) {
+			onServer(index(f.Target), func(l *lease) bool { return l.start <= f.Start && l.end() > f.Start }, func(l *lease) {
 				switch {
 				case f.Kind == "failover":
 					l.cut, l.why = f.Start, "the primary was killed ("+f.Target+")"
@@ -145,7 +154,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 		case histories.Acquire:
 			where, known := on(op)
 			for _, s := range where {
-				if i, ok := current[slot{s, op.Key}]; ok {
+				if i, ok := current[s][op.Key]; ok {
 					l := &out[i]
 					l.superseded = true // what later releases and extends refer to is the new one
 					// Two grants to different clients, neither on a known server, may sit on
@@ -155,7 +164,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 						l.cut, l.why = op.Call, fmt.Sprintf("the server granted it to client %d at %s", op.Client, secs(op.Call))
 					}
 				}
-				current[slot{s, op.Key}] = len(out)
+				current[s][op.Key] = len(out)
 				l := lease{server: s, process: op.Process, client: op.Client, key: op.Key, fence: op.Output.Fence,
 					start: op.Call, expiry: op.Call + ttl(op), cut: never, why: "expired by the server's clock", unsure: !known}
 				if renews {
@@ -164,13 +173,13 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 				out = append(out, l)
 			}
 		case histories.Extend:
-			live(mine, func(l *lease) {
+			ofKey(op.Key, mine, func(l *lease) {
 				if !l.renewed {
 					l.expiry, l.why = op.Call+ttl(op), "expired by the server's clock after the last extend"
 				}
 			})
 		case histories.Release:
-			live(mine, func(l *lease) {
+			ofKey(op.Key, mine, func(l *lease) {
 				if op.Outcome == histories.OK {
 					// A checked release that succeeded proves the server still held the key.
 					l.expiry, l.cut, l.why = max(l.expiry, op.Return), op.Return, "released at "+secs(op.Return)
@@ -181,7 +190,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 				}
 			})
 		case histories.Crash:
-			live(mine, func(l *lease) {
+			ofKey(op.Key, mine, func(l *lease) {
 				if l.renewed {
 					l.expiry, l.why = min(l.expiry, op.Call+ttl(op)), "the holder crashed: no more renewals"
 				}

@@ -37,6 +37,10 @@ type model struct {
 	violations []violation // illegal properties, placed ones first by At
 	multiKey   bool
 	notes      []string // what the picture cannot know, for the legend
+	// When the client lanes are bounded (bound.go): the keys drawn on the server and
+	// store lanes (nil: every key) and what the bounds leave out of the view.
+	keys    map[string]bool
+	omitted *omitted
 }
 
 type clientLane struct {
@@ -157,33 +161,62 @@ func build(run Run) *model {
 		c.beliefs = append(c.beliefs, b)
 	}
 	m.violations = violations(run.Result)
-	m.view, m.before, m.after = crop(h, bs, m.violations, m.end)
-	for _, i := range order {
-		op := h.Ops[i]
-		if op.Return < m.view.from || op.Call > m.view.to {
-			continue // not drawn: the crop's summary counts it
-		}
-		mk, ok := opMark(op, m.multiKey)
-		if !ok {
-			continue
-		}
-		c := m.client(op.Client)
-		c.marks = append(c.marks, mk)
-		if op.Kind == histories.Write || op.Kind == histories.Read {
-			mk.label = fmt.Sprintf("c%d %s", op.Client, mk.label)
-			if op.Kind == histories.Read {
-				mk.label = ""
-			}
-			m.store.marks = append(m.store.marks, mk)
-		}
+	var narrowed string
+	m.view, m.before, m.after, narrowed = crop(h, bs, m.violations, m.end)
+	if narrowed != "" {
+		m.notes = append(m.notes, fmt.Sprintf("a busy run: the view is narrowed around %s to hold at most %d operations", narrowed, maxOpsDrawn))
 	}
 	m.placeFaults(h.Faults)
+	inView := m.opsInView(h, order) // the rest is not drawn: the crop's summary counts it
+	m.boundLanes(h, inView, keys)
+	for _, i := range inView {
+		m.addMark(h.Ops[i])
+	}
 	return m
 }
 
-// client returns the lane of client c (lanes exist for every client id seen).
+// opsInView are the operations the view overlaps, in call order.
+func (m *model) opsInView(h histories.History, order []int) []int {
+	var out []int
+	for _, i := range order {
+		if op := h.Ops[i]; m.view.overlaps(op.Call, op.Return) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// addMark draws op on its client's lane, and a read or write on the store's, when they
+// are drawn.
+func (m *model) addMark(op histories.Op) {
+	mk, ok := opMark(op, m.multiKey)
+	if !ok {
+		return
+	}
+	if c := m.client(op.Client); c != nil {
+		c.marks = append(c.marks, mk)
+	}
+	if (op.Kind == histories.Write || op.Kind == histories.Read) && (m.keys == nil || m.keys[op.Key]) {
+		mk.label = fmt.Sprintf("c%d %s", op.Client, mk.label)
+		if op.Kind == histories.Read {
+			mk.label = ""
+		}
+		m.store.marks = append(m.store.marks, mk)
+	}
+}
+
+// overlaps reports whether the stretch from–to overlaps s.
+func (s span) overlaps(from, to int64) bool { return to >= s.from && from <= s.to }
+
+// contains reports whether the moment t is in s.
+func (s span) contains(t int64) bool { return t >= s.from && t <= s.to }
+
+// client returns the lane of client c, nil when it is not drawn.
 func (m *model) client(c int) *clientLane {
-	i, _ := slices.BinarySearchFunc(m.clients, c, func(l clientLane, c int) int { return cmp.Compare(l.client, c) })
+	i, ok := slices.BinarySearchFunc(m.clients, c, func(l clientLane, c int) int { return cmp.Compare(l.client, c) })
+	if !ok {
+		return nil
+	}
 	return &m.clients[i]
 }
 
@@ -249,8 +282,9 @@ func serverLanes(h histories.History) []serverLane {
 // beliefsOf is linearizability's beliefs, those the checkers hold P1 to, as drawn: one
 // lasting to the end of the history lasts to the end of the picture.
 func beliefsOf(h histories.History, end int64) []belief {
-	var out []belief
-	for _, b := range linearizability.Beliefs(h) {
+	lb := linearizability.Beliefs(h)
+	out := make([]belief, 0, len(lb))
+	for _, b := range lb {
 		acq := h.Ops[b.Acquire]
 		d := belief{process: b.Process, client: acq.Client, key: b.Key, fence: acq.Output.Fence, granted: acq.Call, start: b.Start, end: b.End}
 		if b.Ender < 0 {
@@ -330,7 +364,7 @@ func danger(b belief, hl holderLeases, quorum int) []span {
 
 // opMark is op drawn on its client's lane; false for what is not drawn there.
 func opMark(op histories.Op, multiKey bool) (mark, bool) {
-	mk := mark{at: op.Call, until: op.Return, kind: op.Kind, outcome: op.Outcome, class: string(op.Outcome)}
+	mk := mark{at: markAt(op), until: op.Return, kind: op.Kind, outcome: op.Outcome, class: string(op.Outcome)}
 	key := ""
 	if multiKey {
 		key = " " + op.Key
@@ -338,7 +372,6 @@ func opMark(op histories.Op, multiKey bool) (mark, bool) {
 	q := map[histories.Outcome]string{histories.OK: "✓", histories.Fail: "✗", histories.Unknown: "?"}[op.Outcome]
 	switch op.Kind {
 	case histories.Acquire:
-		mk.at = op.Return
 		switch op.Outcome {
 		case histories.OK:
 			mk.label = strings.TrimSpace(key) // the belief bar starts here
@@ -348,7 +381,7 @@ func opMark(op histories.Op, multiKey bool) (mark, bool) {
 		case histories.Fail:
 			mk.class = "minor"
 		default:
-			mk.at, mk.label = op.Call, "acq ?"+key
+			mk.label = "acq ?" + key
 		}
 	case histories.Release:
 		mk.label = "rel" + key
@@ -428,8 +461,11 @@ func (m *model) placeFaults(ws []histories.FaultWindow) {
 		f.label = faultLabel(w, from, to, link)
 		c, isClient := w.Client()
 		switch {
-		case isClient:
+		case isClient && m.client(c) != nil:
 			m.client(c).faults = append(m.client(c).faults, f)
+		case isClient: // a client id past clientLanes' limit has no lane
+			f.everyLane = true
+			m.global = append(m.global, f)
 		case from == "store" || (!link && to == "store"):
 			m.store.faults = append(m.store.faults, f)
 		case server(from) >= 0:

@@ -18,12 +18,15 @@ import (
 //	<svg id="timeline">                       the picture
 //	  <g class="header">                      title, verdicts (data-verdict on each), run parameters
 //	  <g class="lane faults">                 faults on no single lane (targets such as "any"), when any
-//	  <g class="lane client" data-client="N"> one per client, 0..N (a job queue's producer is the last)
+//	  <g class="lane client" data-client="N"> one per client, 0..N (a job queue's producer is the last);
+//	                                          beyond maxClientLanes, those that tell the story
+//	                                          (bound.go)
 //	  <g class="lane server" data-server="S"> one per lock server, in Meta.Servers order
 //	  <g class="lane store">                  the protected store
 //	  <g class="violation">                   only when a property is illegal: bands, markers
 //	  <g class="axis">                        time in seconds since the run's base
-//	  <g class="crop">                        what a cropped picture leaves out, when cropped
+//	  <g class="crop">                        what a cropped picture leaves out, when cropped;
+//	                                          text.omitted: the clients and keys not drawn
 //	  <g class="caption">                     each illegal property's explanation, the first highlighted
 //	  <g class="legend">
 //
@@ -126,7 +129,7 @@ func rows(spans []span) ([]int, int) {
 
 // shows reports whether the stretch from–to overlaps the view: only what does is drawn
 // (the rest is summarised beside the axis), so that a long run's picture stays small.
-func (c *canvas) shows(from, to int64) bool { return to >= c.view.from && from <= c.view.to }
+func (c *canvas) shows(from, to int64) bool { return c.view.overlaps(from, to) }
 
 func laneHeight(nrows int) float64 { return 2*textRow + 6 + float64(nrows)*barRow + 4 }
 
@@ -461,7 +464,8 @@ func (c *canvas) axis(m *model, top, y float64) float64 {
 	c.p(`<text x="%.1f" y="%.1f" text-anchor="end" fill="#666">seconds</text>`+"\n", plotL-14, y+17)
 	c.p("</g>\n")
 	y += 34
-	if m.before != nil || m.after != nil {
+	omitted := m.omitted.lines()
+	if m.before != nil || m.after != nil || len(omitted) > 0 {
 		c.p(`<g class="crop">` + "\n")
 		for _, s := range []struct {
 			sum  *summary
@@ -473,6 +477,10 @@ func (c *canvas) axis(m *model, top, y float64) float64 {
 			}
 			c.p(`<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#999" stroke-dasharray="2 3"/>`+"\n", s.x, s.x, top-18, y-34)
 			c.p(`<text x="16" y="%.1f" fill="#555">%s</text>`+"\n", y, esc(s.text+s.sum.String()))
+			y += 16
+		}
+		for _, line := range omitted {
+			c.p(`<text class="omitted" x="16" y="%.1f" fill="#555">%s</text>`+"\n", y, esc(line))
 			y += 16
 		}
 		c.p("</g>\n")
