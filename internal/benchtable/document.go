@@ -42,6 +42,10 @@ func details(res results) string {
 	if r, ok := res["BenchmarkRender"]; ok {
 		fmt.Fprintf(&b, "| timeline of 50,000 operations: time, allocated | %s, %s |\n", num(r["ns/op"]/1e6, "ms"), num(r["B/op"]/1e6, "MB"))
 	}
+	if r, ok := res["BenchmarkRenderMillion"]; ok {
+		fmt.Fprintf(&b, "| timeline of 1,000,000 operations (bounded): time, allocated, picture | %s, %s, %s |\n",
+			num(r["ns/op"]/1e9, "s"), num(r["B/op"]/1e6, "MB"), num(r["svg-bytes"]/1e3, "KB"))
+	}
 	return b.String()
 }
 
