@@ -171,45 +171,97 @@ func (c *Cluster) AwaitReplica(ctx context.Context, replica Node) error {
 	}
 }
 
-// CutReplication makes primary stop feeding its replicas from now on: they are
-// disconnected, and refused when they reconnect, so every write from now on exists only
-// on primary (asynchronous replication as far behind as it gets). An ACL rule denies
-// SYNC and PSYNC to the default user, which replicas and clients share: clients never
-// send those. Why not a black hole on the replication links: the rule holds whatever
-// path a replica takes, also the direct one Sentinel gives replicas after a failover,
-// and works without a Net. A replica whose link has been down longer than ten times
-// SentinelDownAfter (plus the time since the primary was seen down) is no candidate for
-// Sentinel's promotion.
+// Cutter is one connection to a primary, kept while a fault looks for an instant to cut
+// its replication when it holds no lease: a look costs a round trip, not a dial.
+type Cutter struct {
+	primary Node
+	cl      *redis.Client
+}
+
+// NewCutter is a Cutter of primary; it dials at its first command. Close it after use.
+func (c *Cluster) NewCutter(primary Node) *Cutter {
+	return &Cutter{primary: primary, cl: newProbeClient(primary.Addr())}
+}
+
+// Primary is the server the cutter cuts.
+func (k *Cutter) Primary() Node { return k.primary }
+
+// Close closes the cutter's connection.
+func (k *Cutter) Close() error { return k.cl.Close() }
+
+// Leases is how many keys with an expiry the primary holds. The lock implementations
+// here give every lease a TTL and nothing else one (fence counters have none, and the
+// protected store is another server), so it counts the leases held.
+func (k *Cutter) Leases(ctx context.Context) (int64, error) {
+	info, err := k.cl.Info(ctx, "keyspace").Result()
+	if err != nil {
+		return 0, fmt.Errorf("leases on %s: %w", k.primary.Name(), err)
+	}
+	return expiringKeys(info), nil
+}
+
+// Cut makes the primary stop feeding its replicas from now on: they are disconnected,
+// and refused when they reconnect, so every write from now on exists only on the primary
+// (asynchronous replication as far behind as it gets). An ACL rule denies SYNC and PSYNC
+// to the default user, which replicas and clients share: clients never send those. Why
+// not a black hole on the replication links: the rule holds whatever path a replica
+// takes, also the direct one Sentinel gives replicas after a failover, and works without
+// a Net. A replica whose link has been down longer than ten times SentinelDownAfter (plus
+// the time since the primary was seen down) is no candidate for Sentinel's promotion.
 //
-// In the same transaction it counts the keys with an expiry on primary, the leases held
-// at the instant of the cut (see Leases), and returns that count.
-func (c *Cluster) CutReplication(ctx context.Context, primary Node) (leases int64, err error) {
-	cl := newProbeClient(primary.Addr())
-	defer cl.Close()
+// In the same transaction it counts the leases held at the instant of the cut (see
+// Leases), and returns that count; then it sends the command then, if any.
+func (k *Cutter) Cut(ctx context.Context, then ...any) (leases int64, err error) {
 	var keyspace *redis.StringCmd
-	_, err = cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = k.cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		keyspace = p.Info(ctx, "keyspace")
 		p.Do(ctx, "ACL", "SETUSER", "default", "-sync", "-psync")
 		p.Do(ctx, "CLIENT", "KILL", "TYPE", "replica")
+		if len(then) > 0 {
+			p.Do(ctx, then...)
+		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("cut replication from %s: %w", primary.Name(), err)
+		return 0, fmt.Errorf("cut replication from %s: %w", k.primary.Name(), err)
 	}
 	return expiringKeys(keyspace.Val()), nil
 }
 
-// Leases is how many keys with an expiry n holds. The lock implementations here give
-// every lease a TTL and nothing else one (fence counters have none, and the protected
-// store is another server), so it counts the leases held.
-func (c *Cluster) Leases(ctx context.Context, n Node) (int64, error) {
-	cl := newProbeClient(n.Addr())
-	defer cl.Close()
-	info, err := cl.Info(ctx, "keyspace").Result()
+// cutPauseLimit bounds how long CutIfIdle pauses writes, should its second round trip be
+// slow or never come: the pause lapses by itself, and that round trip's count shows
+// whether a lease slipped in meanwhile.
+const cutPauseLimit = 100 * time.Millisecond
+
+// CutIfIdle cuts as Cut does, but only when the primary holds no lease, with nothing
+// written between the count and the cut: clients' writes are paused (CLIENT PAUSE WRITE,
+// which stops keys from expiring too) while it counts, and the cut and the unpause come
+// in one transaction that counts again. So no cut is made to be undone because a lease
+// came between a look and the cut, and what was written before the cut has been handed
+// to the replicas' links by then. It returns the leases counted (at the cut when it
+// cut), whether it cut, and how long writes were paused at most (from sending the pause
+// to the last reply, never longer than cutPauseLimit). A cut with leases > 0 means the
+// pause lapsed and a lease came meanwhile: the caller must undo the cut.
+func (k *Cutter) CutIfIdle(ctx context.Context) (leases int64, cut bool, paused time.Duration, err error) {
+	start := time.Now()
+	defer func() { paused = min(time.Since(start), cutPauseLimit) }()
+	var keyspace *redis.StringCmd
+	_, err = k.cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "CLIENT", "PAUSE", cutPauseLimit.Milliseconds(), "WRITE")
+		keyspace = p.Info(ctx, "keyspace")
+		return nil
+	})
 	if err != nil {
-		return 0, fmt.Errorf("leases on %s: %w", n.Name(), err)
+		return 0, false, 0, fmt.Errorf("pause writes on %s to count its leases: %w", k.primary.Name(), err)
 	}
-	return expiringKeys(info), nil
+	if leases = expiringKeys(keyspace.Val()); leases > 0 {
+		if err := k.cl.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+			return leases, false, 0, fmt.Errorf("unpause writes on %s: %w", k.primary.Name(), err)
+		}
+		return leases, false, 0, nil
+	}
+	leases, err = k.Cut(ctx, "CLIENT", "UNPAUSE")
+	return leases, err == nil, 0, err
 }
 
 // expiringKeys adds up the expires= counts of an INFO keyspace section
@@ -258,7 +310,7 @@ func (c *Cluster) AwaitCaughtUp(ctx context.Context, primary Node) error {
 	return nil
 }
 
-// RestoreReplication undoes CutReplication on n; its replicas reconnect within a second
+// RestoreReplication undoes a Cutter's cut on n; its replicas reconnect within a second
 // and catch up. A restarted server has forgotten the rule already.
 func (c *Cluster) RestoreReplication(ctx context.Context, n Node) error {
 	if err := adminDo(ctx, n, "ACL", "SETUSER", "default", "+sync", "+psync").Err(); err != nil {

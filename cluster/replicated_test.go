@@ -199,7 +199,7 @@ func TestPromoteByHandKeepsSentinelsInformed(t *testing.T) {
 	}
 }
 
-func TestCutReplicationHoldsWritesOnThePrimary(t *testing.T) {
+func TestCutHoldsWritesOnThePrimary(t *testing.T) {
 	t.Parallel()
 	c, ctx := startReplicated(t, 2)
 	primary, replica := c.Lock[0], c.Lock[1]
@@ -207,8 +207,10 @@ func TestCutReplicationHoldsWritesOnThePrimary(t *testing.T) {
 	if err := clustertest.Client(t, primary.Addr()).Set(ctx, "lease", "1", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if leases, err := c.CutReplication(ctx, primary); err != nil || leases != 1 {
-		t.Fatalf("CutReplication = %d, %v; want 1 lease held", leases, err)
+	k := c.NewCutter(primary)
+	defer k.Close()
+	if leases, err := k.Cut(ctx); err != nil || leases != 1 {
+		t.Fatalf("Cut = %d, %v; want 1 lease held", leases, err)
 	}
 	if err := clustertest.Client(t, primary.Addr()).Set(ctx, "cut", "1", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -222,6 +224,53 @@ func TestCutReplicationHoldsWritesOnThePrimary(t *testing.T) {
 	}
 	if err := eventually(5*time.Second, func() error { return clustertest.Client(t, replica.Addr()).Get(ctx, "cut").Err() }); err != nil {
 		t.Fatalf("the replica did not catch up after the cut healed: %v", err)
+	}
+}
+
+// CutIfIdle cuts only when no lease is held, counted while writes are paused, and lets
+// writes go on either way; a lease it finds leaves replication whole.
+func TestCutIfIdleCutsOnlyWithoutALease(t *testing.T) {
+	t.Parallel()
+	c, ctx := startReplicated(t, 2)
+	primary, replica := c.Lock[0], c.Lock[1]
+	pc, rc := clustertest.Client(t, primary.Addr()), clustertest.Client(t, replica.Addr())
+	k := c.NewCutter(primary)
+	defer k.Close()
+	if err := pc.Set(ctx, "lease", "1", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := k.Leases(ctx); err != nil || n != 1 {
+		t.Fatalf("Leases = %d, %v; want 1", n, err)
+	}
+	if leases, cut, _, err := k.CutIfIdle(ctx); err != nil || cut || leases != 1 {
+		t.Fatalf("CutIfIdle with a lease held = %d leases, cut %v, %v; want 1 lease and no cut", leases, cut, err)
+	}
+	// Writes go on and still replicate: the release reaches the replica.
+	if err := pc.Del(ctx, "lease").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := eventually(5*time.Second, func() error {
+		if rc.Exists(ctx, "lease").Val() != 0 {
+			return errors.New("the release has not reached the replica")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	leases, cut, paused, err := k.CutIfIdle(ctx)
+	if err != nil || !cut || leases != 0 {
+		t.Fatalf("CutIfIdle with no lease = %d leases, cut %v, %v; want a cut", leases, cut, err)
+	}
+	t.Logf("writes paused for at most %s", paused)
+	if err := pc.Set(ctx, "after", "1", 0).Err(); err != nil { // unpaused
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the replica retries its sync every second
+	if err := rc.Get(ctx, "after").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("a write after the cut reached the replica (err %v)", err)
+	}
+	if err := c.RestoreReplication(ctx, primary); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/workload"
 )
 
 // Failover modes.
@@ -29,7 +30,7 @@ func failoverKinds() []KindInfo {
 		Name: "failover",
 		Description: "the primary of the replicated topology dies (kill -9) and a replica is promoted: mode sentinel (default) lets Redis Sentinel notice and elect one, " +
 			"manual promotes the most up-to-date replica by hand and re-registers it with the Sentinels; the fault is in place once a Sentinel names the new primary. " +
-			"With a point, replication from the primary is cut when the fault starts (at the first instant no lease is held) and the primary dies when the target client (or any) next reaches the point " +
+			"With a point, replication from the primary is cut when the fault starts, at an instant when no lease is held (every client is held before its next acquire until the leases held drain, and writes are paused while the leases are counted and replication cut; the window says for how long), and the primary dies when the target client (or any) next reaches the point " +
 			"with a write made after the cut (e.g. acquire:granted: that grant then exists only on the dead primary); the point must be reached within the duration. " +
 			"Heal restarts the dead node as a replica of the new primary",
 		Targets:   "without a point: primary (the default); with a point: client:N or any, whose point it is",
@@ -73,6 +74,9 @@ type failover struct {
 	injected  bool
 	cut       cluster.Node // the primary whose replication was cut, until it dies
 	cutAt     time.Time
+	cutNote   string                                      // how the cut was made, for the window's detail
+	lift      func() (clients int, longest time.Duration) // lifts the hold of clients before acquiring (nil: none taken)
+	heldSince time.Time
 	dead      cluster.Node // the primary that was killed
 	promoted  cluster.Node
 	restarted bool // the dead node runs again
@@ -120,11 +124,6 @@ func (f *failover) Inject(ctx context.Context, env *Env) error {
 		f.fired.Store(true)
 		return f.strike(ctx, env, "")
 	}
-	c := env.Cluster
-	primary, err := c.Primary(ctx)
-	if err != nil {
-		return err
-	}
 	// Armed before the cut: a grant made the instant after it must meet a gate.
 	client, _ := parseClientTarget(f.spec.Target, env.Clients) // Available checked it
 	for i := range env.Clients {
@@ -132,7 +131,7 @@ func (f *failover) Inject(ctx context.Context, env *Env) error {
 			f.arm(env, i)
 		}
 	}
-	return f.cutWhenIdle(ctx, c, primary)
+	return f.cutWhenIdle(ctx, env)
 }
 
 // cutState tells the gates whether replication is cut. Which side of the cut a grant is
@@ -166,49 +165,135 @@ func (s *cutState) await() bool {
 // idlePoll is how often cutWhenIdle looks for an instant when no lease is held.
 const idlePoll = 2 * time.Millisecond
 
-// cutWhenIdle cuts replication from primary at an instant when it holds no lease (no key
-// with an expiry). A lease held across the cut would be released on the primary alone,
-// and the replicas, one of which becomes the primary, would keep a lock nobody holds:
-// nothing would be lost. It waits at most the fault's duration for such an instant,
-// which comes at once at the start of a run, and between two critical sections later.
-func (f *failover) cutWhenIdle(ctx context.Context, c *cluster.Cluster, primary cluster.Node) error {
+// cutWhenIdle cuts replication from the primary at an instant when it holds no lease (no
+// key with an expiry). A lease held across the cut would be released on the primary
+// alone, and the replicas, one of which becomes the primary, would keep a lock nobody
+// holds: nothing would be lost. Meanwhile every client is held before its next acquire
+// (from the first thing on: clients start with the run), so that the leases held drain,
+// released at the end of their sections or expired, and the wait is bounded by the
+// longest section, not left to chance; the clients go on once the cut is made. It waits
+// at most the fault's duration.
+func (f *failover) cutWhenIdle(ctx context.Context, env *Env) error {
+	f.holdClients(env)
+	began := f.heldSince
+	var paused time.Duration
+	primary, err := env.Cluster.Primary(ctx)
+	if err != nil {
+		err = fmt.Errorf("failover: %w", err)
+	} else {
+		paused, err = f.cutOnceIdle(ctx, env.Cluster, primary)
+	}
+	clients, held := f.lift()
+	hold := holdNote(clients, held)
+	if err != nil {
+		return fmt.Errorf("%w (%s)", err, hold)
+	}
+	f.cutNote = fmt.Sprintf("cut %s after the fault began; %s; writes on %s paused for at most %s to count its leases and cut",
+		short(f.cutAt.Sub(began)), hold, primary.Name(), short(paused))
+	return nil
+}
+
+// holdFromStart holds the clients before they first acquire when the fault is due at the
+// start of the run: its Inject runs beside the clients, and would find them granted.
+func (f *failover) holdFromStart(env *Env) {
+	if f.spec.Point == "" || env.Gates == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holdClients(env)
+}
+
+// holdClients holds every client before its next acquire, once; f.mu is held.
+func (f *failover) holdClients(env *Env) {
+	if f.lift == nil {
+		f.lift, f.heldSince = env.Gates.hold(workload.BeforeAcquire), time.Now()
+	}
+}
+
+// holdNote says how the clients were held for the cut, for the fault's window.
+func holdNote(clients int, longest time.Duration) string {
+	switch clients {
+	case 0:
+		return "no client was held before acquiring"
+	case 1:
+		return fmt.Sprintf("1 client held before acquiring for %s so that no lease was held at the cut", short(longest))
+	}
+	return fmt.Sprintf("%d clients held before acquiring for up to %s so that no lease was held at the cut", clients, short(longest))
+}
+
+// short rounds d for a window's detail: to the millisecond, or finer below 10 ms.
+func short(d time.Duration) time.Duration {
+	if d < 10*time.Millisecond {
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// cutOnceIdle looks at primary every idlePoll, over one connection, until it holds no
+// lease, and then cuts (cutIfIdle), until a cut stands or the fault's duration has passed.
+// A look that fails is tried again: a slow look under load is no reason to give up. It
+// returns how long the cut paused writes on primary.
+func (f *failover) cutOnceIdle(ctx context.Context, c *cluster.Cluster, primary cluster.Node) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.spec.Duration)
 	defer cancel()
+	k := c.NewCutter(primary)
+	defer k.Close()
+	seen := int64(-1) // leases at the last look that answered (-1: none did)
 	for {
-		leases, err := c.Leases(ctx, primary)
-		if err != nil && ctx.Err() != nil {
-			leases, err = 1, nil // out of time while looking: as if it held one
-		}
-		if err != nil {
-			return err
-		}
-		if leases > 0 {
-			if !sleep(ctx, idlePoll) {
-				return fmt.Errorf("failover: %s always held a lease: no instant to cut its replication without one within %s", primary.Name(), f.spec.Duration)
-			}
-			continue
-		}
-		f.cut = primary // before cutting: Heal restores even a cut that failed halfway
-		f.cutting.set(true, false)
-		leases, err = c.CutReplication(ctx, primary)
+		leases, err := k.Leases(ctx)
 		if err == nil && leases == 0 {
-			f.cutAt = time.Now()
-			f.cutting.set(false, true)
-			return nil
+			done, counted, paused, cutErr := f.cutIfIdle(ctx, c, k)
+			if done || (cutErr != nil && ctx.Err() == nil) {
+				return paused, cutErr
+			}
+			leases, err = counted, cutErr
 		}
-		f.cutting.set(false, false)
-		if err != nil {
-			return err
+		if err == nil {
+			seen = leases
 		}
-		// A lease was taken between the look and the cut: undo it, let the replicas
-		// catch up (or they would miss what happens while they reconnect), look again.
-		if err := c.RestoreReplication(ctx, primary); err != nil {
-			return err
-		}
-		if err := c.AwaitCaughtUp(ctx, primary); err != nil {
-			return err
+		if !sleep(ctx, idlePoll) {
+			return 0, f.noInstant(primary, seen, err)
 		}
 	}
+}
+
+// noInstant is the error of a cut that found no instant without a lease in time: seen
+// leases at the last look that answered (-1: none did), last the last look's error.
+func (f *failover) noInstant(primary cluster.Node, seen int64, last error) error {
+	if seen < 0 {
+		return fmt.Errorf("failover: no look at the leases of %s answered within %s: %w", primary.Name(), f.spec.Duration, last)
+	}
+	failed := ""
+	if last != nil {
+		failed = fmt.Sprintf("; the last look failed: %v", last)
+	}
+	return fmt.Errorf("failover: %s always held a lease: no instant to cut its replication without one within %s (%d held at the last look that answered%s)",
+		primary.Name(), f.spec.Duration, seen, failed)
+}
+
+// cutIfIdle makes one cut when k's primary holds no lease (cluster.Cutter.CutIfIdle). done
+// says a cut stands; leases are those it counted. A gate reached meanwhile waits for the
+// outcome (cutState).
+func (f *failover) cutIfIdle(ctx context.Context, c *cluster.Cluster, k *cluster.Cutter) (done bool, leases int64, paused time.Duration, err error) {
+	f.cut = k.Primary() // before cutting: Heal restores even a cut that failed halfway
+	f.cutting.set(true, false)
+	leases, cut, paused, err := k.CutIfIdle(ctx)
+	if err == nil && cut && leases == 0 {
+		f.cutAt = time.Now()
+		f.cutting.set(false, true)
+		return true, 0, paused, nil
+	}
+	f.cutting.set(false, false)
+	if err != nil || !cut {
+		return false, leases, paused, err // !cut: a lease came between the look and the count
+	}
+	// The pause lapsed before the cut and a lease came in between: undo the cut, let the
+	// replicas catch up (or they would miss what happens while they reconnect), look again.
+	if err := c.RestoreReplication(ctx, k.Primary()); err != nil {
+		return false, leases, paused, err
+	}
+	return false, leases, paused, c.AwaitCaughtUp(ctx, k.Primary())
 }
 
 // arm puts a gate at the point for client. One gate per client, so that the strike knows
@@ -253,7 +338,7 @@ func (f *failover) strike(ctx context.Context, env *Env, where string) error {
 	}
 	f.detail = fmt.Sprintf("kill -9 %s (the primary)", old.Name())
 	if where != "" {
-		f.detail += fmt.Sprintf(" at %s, %s after its replication was cut", where, time.Since(f.cutAt).Round(time.Millisecond))
+		f.detail += fmt.Sprintf(" at %s, %s after its replication was cut (%s)", where, time.Since(f.cutAt).Round(time.Millisecond), f.cutNote)
 	}
 	if env.Rec != nil {
 		f.window = env.Rec.FaultStart(f.spec.Kind, old.Name(), f.detail)
@@ -316,6 +401,9 @@ func (f *failover) Heal(ctx context.Context, env *Env) error {
 	f.fired.Store(true)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.lift != nil {
+		f.lift() // a hold taken at the start of a run whose Inject never came
+	}
 	if !f.injected || f.healed {
 		return nil
 	}

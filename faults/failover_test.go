@@ -3,7 +3,9 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,15 +16,22 @@ import (
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
+	"github.com/locklab/locklab/workload"
 )
 
 // failoverEnv is a replicated:3 cluster and an env with two clients over it.
 func failoverEnv(t *testing.T) (*Env, context.Context) {
 	t.Helper()
+	return failoverEnvOf(t, 2)
+}
+
+// failoverEnvOf is a replicated:3 cluster and an env with clients over it.
+func failoverEnvOf(t *testing.T, clients int) (*Env, context.Context) {
+	t.Helper()
 	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Replicated, Nodes: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	return NewEnv(c, histories.NewRecorder(histories.Meta{Fencing: "off"}), 2), ctx
+	return NewEnv(c, histories.NewRecorder(histories.Meta{Fencing: "off"}), clients), ctx
 }
 
 // newFailover builds s and checks that it is available in env.
@@ -289,5 +298,162 @@ func TestFailoverCutsReplicationOnlyWhenNoLeaseIsHeld(t *testing.T) {
 	}
 	if err := f.Heal(ctx, env); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// leasesOn is how many leases n holds.
+func leasesOn(ctx context.Context, c *cluster.Cluster, n cluster.Node) (int64, error) {
+	k := c.NewCutter(n)
+	defer k.Close()
+	return k.Leases(ctx)
+}
+
+// overlappingClients runs clients that take a lease of their own on primary (SET PX) over
+// and over as the workload does, reaching workload.BeforeAcquire before each and the
+// grant's point after, each section staggered against the others so that some lease is
+// held at every instant. They stop when ctx ends or a command fails (the primary died).
+func overlappingClients(ctx context.Context, t *testing.T, env *Env, primary cluster.Node, section time.Duration) *sync.WaitGroup {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range env.Clients {
+		rc := direct(t, primary)
+		key := fmt.Sprintf("lease-%d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * section / time.Duration(env.Clients))
+			for ctx.Err() == nil {
+				if env.Gates.Reach(ctx, i, workload.BeforeAcquire) != nil || rc.Set(ctx, key, "held", time.Minute).Err() != nil {
+					return
+				}
+				if env.Gates.Reach(ctx, i, lockimpl.StepGranted) != nil {
+					return
+				}
+				time.Sleep(section)
+				if rc.Del(ctx, key).Err() != nil {
+					return
+				}
+			}
+		}()
+	}
+	return &wg
+}
+
+// When the clients' critical sections overlap so that some lease is always held, no
+// instant without one comes by itself: the failover holds the clients before their next
+// acquire until the leases drain, cuts, lets them go, and strikes at the first grant
+// after the cut, which the new primary never sees. The window says the clients were held.
+func TestFailoverHoldsClientsBeforeAcquiringUntilNoLeaseIsHeld(t *testing.T) {
+	t.Parallel()
+	env, ctx := failoverEnvOf(t, 3)
+	c := env.Cluster
+	old := c.Lock[0]
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	clients := overlappingClients(cctx, t, env, old, 150*time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // every client has begun
+	// The sections overlap: some lease is held at every look.
+	for range 100 {
+		if n, err := leasesOn(ctx, c, old); err != nil || n == 0 {
+			t.Fatalf("leases held %d, %v: want the clients' sections to overlap", n, err)
+		}
+		time.Sleep(3 * time.Millisecond)
+	}
+	f := newFailover(t, env, Spec{Kind: "failover", Mode: FailoverManual, Duration: 5 * time.Second, Target: "any", Point: lockimpl.StepGranted})
+	start := time.Now()
+	if err := f.Inject(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("replication cut after %s", time.Since(start).Round(time.Millisecond))
+	clients.Wait() // the strike killed the primary under them
+	primary, err := c.AwaitPrimary(ctx, old)
+	if err != nil {
+		t.Fatalf("primary after the strike: %v", err)
+	}
+	// No lease was held across the cut, and the grants after it existed only on the dead primary.
+	if n, err := leasesOn(ctx, c, primary); err != nil || n != 0 {
+		t.Errorf("the new primary %s holds %d leases (%v), want none", primary.Name(), n, err)
+	}
+	if err := f.Heal(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	w := assertHealed(t, ctx, env, old)
+	if !strings.Contains(w.Detail, "clients held before acquiring for up to") || !strings.Contains(w.Detail, "acquire:granted") {
+		t.Errorf("window detail %q: want it to say that the clients were held and whose grant it struck at", w.Detail)
+	}
+}
+
+// A lease that never drains (held far longer than the fault's duration) leaves no
+// instant to cut: Inject says so, and the clients held meanwhile go on.
+func TestFailoverGivesUpWhenALeaseNeverDrains(t *testing.T) {
+	t.Parallel()
+	env, ctx := failoverEnv(t)
+	c := env.Cluster
+	if err := direct(t, c.Lock[0]).Set(ctx, "leaked", "held", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f := newFailover(t, env, Spec{Kind: "failover", Mode: FailoverManual, Duration: 300 * time.Millisecond, Target: "any", Point: lockimpl.StepGranted})
+	held := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		held <- env.Gates.Reach(ctx, 1, workload.BeforeAcquire)
+	}()
+	err := f.Inject(ctx, env)
+	if err == nil || !strings.Contains(err.Error(), "always held a lease") || !strings.Contains(err.Error(), "1 held at the last look") ||
+		!strings.Contains(err.Error(), "1 client held before acquiring") {
+		t.Fatalf("Inject = %v; want the lease, the count and the held client named", err)
+	}
+	select {
+	case err := <-held:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client held before acquiring was not let go when the failover gave up")
+	}
+	if err := f.Heal(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(env.Rec.History().Faults); n != 0 {
+		t.Errorf("%d fault windows for a failover that never cut, want 0", n)
+	}
+}
+
+// A failover due at the start of the run holds the clients from before they start (its
+// Inject runs beside them and would find them granted), and Stop lets them go even when
+// no cut came.
+func TestFailoverAtTheStartHoldsClientsFromBeforeTheyStart(t *testing.T) {
+	t.Parallel()
+	env, ctx := failoverEnv(t)
+	if err := direct(t, env.Cluster.Lock[0]).Set(ctx, "leaked", "held", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := startSpecs(t, ctx, env, []Spec{{Kind: "failover", Mode: FailoverManual, Duration: 10 * time.Second, Target: "any", Point: lockimpl.StepGranted}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Gates.mu.Lock()
+	holds := len(env.Gates.holds)
+	env.Gates.mu.Unlock()
+	if holds != 1 {
+		t.Fatalf("%d holds when Start returned, want the failover's", holds)
+	}
+	reached := make(chan error, 1)
+	go func() { reached <- env.Gates.Reach(ctx, 0, workload.BeforeAcquire) }()
+	select {
+	case err := <-reached:
+		t.Fatalf("a client passed before acquiring (%v) while the failover waited for its cut", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := sch.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-reached:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop did not let the held client go")
 	}
 }

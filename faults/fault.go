@@ -25,6 +25,13 @@ type Fault interface {
 	Heal(ctx context.Context, env *Env) error
 }
 
+// startHolder is a fault that holds clients at a point from before they start when it is
+// due at the start of the run (Start calls holdFromStart then), so that no client gets
+// past the point while the fault's goroutine is on its way. Its Heal lifts the hold.
+type startHolder interface {
+	holdFromStart(env *Env)
+}
+
 // ErrNeedsCluster is what Available says, wrapped, when it cannot tell without the
 // running servers (plans are validated before any server starts).
 var ErrNeedsCluster = errors.New("needs the running cluster to tell")

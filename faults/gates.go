@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,9 +18,10 @@ import (
 // Gates are the places where a client stalls or crashes on purpose. A client calls Reach
 // at each point; an armed gate matching the client and point fires once.
 type Gates struct {
-	rec *histories.Recorder
-	mu  sync.Mutex
-	arm []*gate
+	rec   *histories.Recorder
+	mu    sync.Mutex
+	arm   []*gate
+	holds []*hold
 	// procs are the clients that run as processes of their own (nil for in-process
 	// clients), for stop-the-world pauses; set by SetProcesses before the run starts.
 	procs []ClientProcess
@@ -68,13 +70,14 @@ type gate struct {
 func NewGates(rec *histories.Recorder) *Gates { return &Gates{rec: rec} }
 
 // Reach is called by client at point (it is a workload.Hook, and a lockimpl.StepFunc
-// once bound to a client). It returns lockimpl.ErrCrashed when a crash fires,
-// blocks for the stall when a pause fires (or until ctx ends), and otherwise returns nil
-// at once.
+// once bound to a client). It waits while a hold stands at point (or until ctx ends),
+// then returns lockimpl.ErrCrashed when a crash fires, blocks for the stall when a pause
+// fires (or until ctx ends), and otherwise returns nil at once.
 func (g *Gates) Reach(ctx context.Context, client int, point string) error {
 	if g == nil {
 		return nil
 	}
+	g.wait(ctx, point)
 	g.mu.Lock()
 	var hits []*gate
 	for _, a := range g.arm {
@@ -139,6 +142,60 @@ const (
 	PauseClient  = "client"  // the default: the client's own steps stall; its other threads (renewals) go on
 	PauseProcess = "process" // stop the world: the client's whole process stops (subprocess clients)
 )
+
+// hold keeps every client that reaches its point there until it is lifted.
+type hold struct {
+	point   string
+	lifted  chan struct{}
+	clients int       // how many clients it held
+	first   time.Time // when the first of them arrived
+}
+
+// hold holds every client that reaches point from now on until lift is called (or the
+// client's context ends): a fault that needs the clients out of the way for a moment
+// takes one. lift reports how many clients were held and the longest of their waits.
+func (g *Gates) hold(point string) (lift func() (clients int, longest time.Duration)) {
+	h := &hold{point: point, lifted: make(chan struct{})}
+	g.mu.Lock()
+	g.holds = append(g.holds, h)
+	g.mu.Unlock()
+	var once sync.Once
+	var longest time.Duration
+	return func() (int, time.Duration) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		once.Do(func() {
+			g.holds = slices.DeleteFunc(g.holds, func(x *hold) bool { return x == h })
+			close(h.lifted)
+			if h.clients > 0 {
+				longest = time.Since(h.first)
+			}
+		})
+		return h.clients, longest
+	}
+}
+
+// wait blocks a client at point while a hold on it stands.
+func (g *Gates) wait(ctx context.Context, point string) {
+	g.mu.Lock()
+	var on []*hold
+	for _, h := range g.holds {
+		if h.point == point {
+			if h.clients == 0 {
+				h.first = time.Now()
+			}
+			h.clients++
+			on = append(on, h)
+		}
+	}
+	g.mu.Unlock()
+	for _, h := range on {
+		select {
+		case <-h.lifted:
+		case <-ctx.Done():
+		}
+	}
+}
 
 // addTrigger arms a gate that calls fire (once) when client reaches point.
 func (g *Gates) addTrigger(client int, point string, fire func(context.Context)) {

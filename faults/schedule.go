@@ -65,6 +65,11 @@ func Start(ctx context.Context, env *Env, planned []*Planned) (*Schedule, error)
 			})
 		}
 	}
+	for i, pl := range planned {
+		if h, ok := items[i].fault.(startHolder); ok && pl.Trigger == nil && pl.Spec.At == 0 {
+			h.holdFromStart(env)
+		}
+	}
 	return start(ctx, env, items), nil
 }
 

@@ -307,6 +307,11 @@ func (c *client) work(ctx context.Context, q *jobQueue) {
 			return
 		default:
 		}
+		// Held here, not once the job is taken: a hold must not eat into its visibility timeout.
+		if c.cfg.Jobs.Lock && c.hook(ctx, "", BeforeAcquire) {
+			c.die()
+			return
+		}
 		call := c.rec.Now()
 		payload, err := c.queue.BLMove(ctx, q.keys.queue, q.keys.proc(c.id), "RIGHT", "LEFT", poll).Result()
 		if errors.Is(err, redis.Nil) {

@@ -30,6 +30,11 @@ const (
 	// BeforeAck is a job-queue worker's point after the job ran (and its lock was
 	// released), right before it acknowledges the job.
 	BeforeAck = "before-ack"
+	// BeforeAcquire is where a client is about to begin its next acquire (a job-queue
+	// worker: to take its next job, which it runs under its lock). It is none of Points or
+	// JobPoints, so no plan arms a fault there (and campaigns draw the same plans): the
+	// harness holds clients at it while a failover waits for the leases held to drain.
+	BeforeAcquire = "before-acquire"
 )
 
 // Points lists the client's own points, in the order it reaches them. A job-queue
@@ -228,6 +233,13 @@ func stopped(ctx context.Context, stop <-chan struct{}) bool {
 func (c *client) loop(ctx context.Context, stop <-chan struct{}) {
 	for !stopped(ctx, stop) {
 		key := KeyName(c.rng.IntN(c.cfg.Keys))
+		if c.hook(ctx, key, BeforeAcquire) {
+			c.die()
+			return
+		}
+		if stopped(ctx, stop) { // held past the end of the run: begin nothing new
+			return
+		}
 		lease, outcome, crashed := c.acquire(ctx, key)
 		if crashed {
 			c.die()

