@@ -153,6 +153,31 @@ func copyFile(from, to string) error {
 
 // Close stops every server of the cluster (the backend stays open). Idempotent.
 func (c *Cluster) Close() error {
+	return c.end(func(n Node) error { return n.Stop(context.Background()) })
+}
+
+// Discarder is a Node that can end for good at once, with no shutdown of its own, when
+// nothing needs what it holds any more.
+type Discarder interface {
+	Discard() error
+}
+
+// Discard ends every server of the cluster for good when nothing needs what they hold any
+// more (a run whose logs were copied and whose data goes with its directory): a Discarder
+// at once, any other server as Close stops it. Redis begins the shutdown a SIGTERM asks
+// for only at its next cron tick, up to 100 ms later, and writes nothing anyone reads.
+// Idempotent, and Close after it stops nothing twice.
+func (c *Cluster) Discard() error {
+	return c.end(func(n Node) error {
+		if d, ok := n.(Discarder); ok {
+			return d.Discard()
+		}
+		return n.Stop(context.Background())
+	})
+}
+
+// end closes the links and ends every server with end.
+func (c *Cluster) end(end func(Node) error) error {
 	var errs []error
 	if c.Net != nil {
 		// Links first, so that no proxy is left forwarding to a stopped server.
@@ -163,18 +188,23 @@ func (c *Cluster) Close() error {
 	// Sentinels first, so that they never fail over a primary that is being stopped; the
 	// servers of each group at once.
 	for _, group := range [][]Node{c.Sentinels, c.Nodes()} {
-		errs = append(errs, StopAll(context.Background(), group))
+		errs = append(errs, endAll(group, end))
 	}
 	return errors.Join(errs...)
 }
 
 // StopAll stops nodes at once and joins their errors, each naming its node.
 func StopAll[N Node](ctx context.Context, nodes []N) error {
+	return endAll(nodes, func(n N) error { return n.Stop(ctx) })
+}
+
+// endAll ends nodes at once with end and joins their errors, each naming its node.
+func endAll[N Node](nodes []N, end func(N) error) error {
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		wg.Go(func() {
-			if err := n.Stop(ctx); err != nil {
+			if err := end(n); err != nil {
 				errs[i] = fmt.Errorf("stop %s: %w", n.Name(), err)
 			}
 		})

@@ -121,7 +121,9 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 	if err != nil {
 		return rep, fmt.Errorf("start %s topology: %w", r.Topology, err)
 	}
-	defer closeInto(&err, cl.Close)
+	// Nothing reads a run's servers after it: their logs are copied first (below), their
+	// data goes with their directories. So they are killed, not shut down.
+	defer closeInto(&err, cl.Discard)
 	if opts.Dir != "" {
 		// Logs are copied last, after faults healed, whatever the run's outcome.
 		defer func() {
