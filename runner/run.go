@@ -257,10 +257,10 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	if err != nil {
 		return executed{}, err
 	}
-	for i := range lockers {
-		ep, client := eps[i], i
-		l, err := r.Impl.New(lockimpl.Config{
-			Log:       logs[i].writer(),
+	err = buildLockers(lockers, func(client int) (lockimpl.Locker, error) {
+		ep := eps[client]
+		return r.Impl.New(lockimpl.Config{
+			Log:       logs[client].writer(),
 			Addrs:     ep.Lock,
 			Sentinels: ep.Sentinels,
 			Master:    ep.Master,
@@ -269,16 +269,15 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 			Clock:     env.ClientClock(client),
 			Timeout:   p.Timeout.D(),
 			Options:   r.Options,
-			FakeClock: fakeClocks[i],
+			FakeClock: fakeClocks[client],
 			Step: func(ctx context.Context, step string) error {
 				return gates.Reach(ctx, client, step)
 			},
 		})
-		if err != nil {
-			closeLockers()
-			return executed{}, fmt.Errorf("locker for client %d: %w", i, err)
-		}
-		lockers[i] = l
+	})
+	if err != nil {
+		closeLockers()
+		return executed{}, err
 	}
 	procs := make([]faults.ClientProcess, len(lockers))
 	for i, l := range lockers {
@@ -325,6 +324,27 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	}
 	x.history = rec.History()
 	return x, nil
+}
+
+// buildLockers fills lockers, one per client, building them all at once: a client that
+// runs as a process of its own (Node.js, Python) takes a tenth of a second or more to
+// start, and eight of them one after the other would take most of a second. On error
+// the lockers that were built are left in place for the caller to close.
+func buildLockers(lockers []lockimpl.Locker, build func(client int) (lockimpl.Locker, error)) error {
+	errs := make([]error, len(lockers))
+	var wg sync.WaitGroup
+	for i := range lockers {
+		wg.Go(func() {
+			l, err := build(i)
+			if err != nil {
+				errs[i] = fmt.Errorf("locker for client %d: %w", i, err)
+				return
+			}
+			lockers[i] = l
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func lastReturn(h histories.History) int64 {
