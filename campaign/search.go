@@ -459,7 +459,14 @@ func (s *searcher) run(ctx context.Context, p plan.Plan, dir string) (runner.Rep
 	if err != nil {
 		return runner.Report{Plan: p}, err
 	}
-	return runner.Run(ctx, r, runner.Options{Backend: s.o.Backend, Dir: dir, CheckTimeout: s.o.CheckTimeout, Phases: s.phases})
+	return runner.Run(ctx, r, runner.Options{Backend: s.o.Backend, Dir: dir, CheckTimeout: s.o.CheckTimeout, Phases: s.phases, Pictures: s.kept})
+}
+
+// kept reports whether the directory of a run with this report outlives the run: a
+// perturbed run's, a failing run's (confirmations and shrink candidates keep only
+// those), every run's with KeepPassing. Only those get their pictures drawn.
+func (s *searcher) kept(rep runner.Report) bool {
+	return s.o.KeepPassing || rep.Perturbed != "" || rep.Result.Violation()
 }
 
 // handleFailure confirms a failing plan by re-running it and, when it reproduces, hands

@@ -79,6 +79,22 @@ func Check(h histories.History, opts Options) (Result, error) {
 	return res, nil
 }
 
+// WriteHTML writes the visualisation of h that Check writes with Options.HTMLPath, for
+// res, the result Check gave for h with the same options: a caller that wants the page
+// only for some verdicts checks first and draws after. It returns res with its HTML set.
+func WriteHTML(h histories.History, res Result, path string, opts Options) (Result, error) {
+	opts = opts.withDefaults()
+	mode, err := model.ParseFencing(h.Meta.Fencing)
+	if err != nil {
+		return res, fmt.Errorf("write visualisation: %w", err)
+	}
+	if err := newChecker(h, mode, opts).writeHTML(path, res); err != nil {
+		return res, err
+	}
+	res.HTML = path
+	return res, nil
+}
+
 // checker holds one history in the forms the properties need.
 type checker struct {
 	h        histories.History
@@ -88,7 +104,6 @@ type checker struct {
 	lockOps  []porcupine.Operation // P1
 	storeOps []porcupine.Operation // P2
 	fenceOps []porcupine.Operation // P3
-	findings map[Property]finding  // first violation of each illegal property, for the visualisation
 }
 
 func newChecker(h histories.History, mode model.Fencing, opts Options) *checker {
@@ -98,7 +113,6 @@ func newChecker(h histories.History, mode model.Fencing, opts Options) *checker 
 		lockOps:  histories.LockOperations(h),
 		storeOps: histories.StoreOperations(h),
 		fenceOps: histories.FenceOperations(h),
-		findings: make(map[Property]finding),
 	}
 }
 
@@ -130,7 +144,6 @@ func (c *checker) withPorcupine(p Property, m porcupine.Model, ops []porcupine.O
 	case porcupine.Illegal:
 		f := explain()
 		r.Verdict, r.Explanation, r.At, r.Until = Illegal, f.text, f.at, max(f.until, f.at)
-		c.findings[p] = f
 	default:
 		r.Verdict = Unknown
 		r.Explanation = fmt.Sprintf("Porcupine did not decide within %s", c.opts.Timeout)
@@ -146,7 +159,6 @@ func (c *checker) progress() PropertyResult {
 	switch v {
 	case Illegal:
 		r.Explanation, r.At, r.Until = f.text, f.at, max(f.until, f.at)
-		c.findings[L1] = f
 	case NA:
 		r.Explanation = f.text
 	}

@@ -170,14 +170,18 @@ func (c *checker) annotations(res Result) []porcupine.Annotation {
 		}
 	}
 	for _, pr := range res.Properties {
-		f, ok := c.findings[pr.Property]
-		if !ok {
+		if pr.Verdict != Illegal || !located(pr.Property) {
 			continue
 		}
 		out = append(out, porcupine.Annotation{
-			Tag: "violations", Start: f.at, End: max(f.until, f.at),
-			Description: fmt.Sprintf("%s illegal", pr.Property), Details: f.text, BackgroundColor: "#ffcdd2",
+			Tag: "violations", Start: pr.At, End: max(pr.Until, pr.At),
+			Description: fmt.Sprintf("%s illegal", pr.Property), Details: pr.Explanation, BackgroundColor: "#ffcdd2",
 		})
 	}
 	return out
 }
+
+// located reports whether the checker places the first violation of p in time (At,
+// Until), which the page shows on its "violations" lane: the properties of the lock and
+// the store, not the job queue's.
+func located(p Property) bool { return p == P1 || p == P2 || p == P3 || p == L1 }

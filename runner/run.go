@@ -60,6 +60,10 @@ type Options struct {
 	AllowDestructive bool
 	// Phases, shared by runs on one machine, keeps checks away from live runs.
 	Phases *Phases
+	// Pictures, when set, says from a run's report whether its directory gets
+	// history.html and timeline.svg: drawing them takes longer than checking a short run,
+	// and a campaign keeps the directories of its failing runs only. nil: every run's.
+	Pictures func(Report) bool
 	// Sink, when set, receives every operation as it is recorded (from many goroutines at
 	// once) and the run keeps none: a run of days in constant memory. The history that is
 	// saved and checked then has the fault windows only; the sink is the evidence.
@@ -152,24 +156,19 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 			copts.Timeout = min(opts.CheckTimeout, InterruptedCheckTimeout)
 		}
 	}
-	endCheck := opts.Phases.check()
-	defer endCheck()
 	if opts.Dir != "" {
 		if err := histories.Save(opts.Dir, h); err != nil {
 			return rep, err
 		}
-		copts.HTMLPath = filepath.Join(opts.Dir, HTMLFile)
 	}
+	endCheck := opts.Phases.check()
+	defer endCheck()
 	rep.Result, err = linearizability.Check(h, copts)
 	if err != nil {
 		return rep, fmt.Errorf("check: %w", err)
 	}
 	if opts.Dir != "" {
-		if err := jsonfile.Write(filepath.Join(opts.Dir, ResultFile), rep); err != nil {
-			return rep, err
-		}
-		pic := timeline.Run{History: h, Result: rep.Result, Title: Title(p)}
-		if err := timeline.Write(filepath.Join(opts.Dir, timeline.File), pic); err != nil {
+		if err := writeResult(opts, h, &rep, copts); err != nil {
 			return rep, err
 		}
 	}
@@ -178,6 +177,28 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 			ErrInterrupted, rep.RunTime.Round(time.Millisecond), context.Cause(ctx))
 	}
 	return rep, nil
+}
+
+// writeResult writes result.json into the run directory and, for a run opts wants
+// pictures of, history.html (Porcupine's visualisation, checked with copts) and
+// timeline.svg.
+func writeResult(opts Options, h histories.History, rep *Report, copts linearizability.Options) error {
+	pictures := opts.Pictures == nil || opts.Pictures(*rep)
+	if pictures {
+		res, err := linearizability.WriteHTML(h, rep.Result, filepath.Join(opts.Dir, HTMLFile), copts)
+		if err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+		rep.Result = res
+	}
+	if err := jsonfile.Write(filepath.Join(opts.Dir, ResultFile), rep); err != nil {
+		return err
+	}
+	if !pictures {
+		return nil
+	}
+	pic := timeline.Run{History: h, Result: rep.Result, Title: Title(rep.Plan)}
+	return timeline.Write(filepath.Join(opts.Dir, timeline.File), pic)
 }
 
 // executed is what execute returns: the recorded history (the whole of it, or what was
