@@ -12,10 +12,12 @@ import (
 )
 
 // Phases keeps the checks of runs that share a machine away from the runs in progress:
-// any number of runs execute at once, and a check waits until none does (and holds new
+// any number of runs are live at once, and a check waits until none is (and holds new
 // ones back), so that a checker using every core cannot slow the servers and clients of
-// a live run into violations of their own making. A campaign or a matrix gives all its
-// runs one Phases; nil coordinates nothing.
+// a live run into violations of their own making. A run is live from the start of its
+// clock until its faults are healed: its servers start and stop, and its clients' lockers
+// are built, outside. A campaign or a matrix gives all its runs one Phases; nil
+// coordinates nothing.
 type Phases struct{ mu sync.RWMutex }
 
 func (p *Phases) execute() func() {

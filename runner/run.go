@@ -90,8 +90,8 @@ type Report struct {
 }
 
 // Run runs a resolved plan on real servers, checks the history and, with opts.Dir,
-// writes the run directory (plan, history, faults, result, HTML, server logs). Servers
-// and faults are always stopped and healed before it returns. When ctx ends first, the
+// writes the run directory (plan, history, faults, result, HTML, server logs). Faults are
+// always healed and servers stopped before the history is checked. When ctx ends first, the
 // history recorded so far is saved and checked like a whole one, the report says
 // Interrupted, and the error wraps ErrInterrupted.
 func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err error) {
@@ -106,46 +106,14 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 		}
 	}
 
-	endExecution := sync.OnceFunc(opts.Phases.execute())
-	defer endExecution()
-	backend := opts.Backend
-	if backend == nil {
-		nb, berr := NewBackend(ctx, p.Backend)
-		if berr != nil {
-			return rep, berr
-		}
-		defer closeInto(&err, nb.Close)
-		backend = nb
-	} else if p.Backend != "" && p.External == nil && p.Backend != backend.Name() {
-		return rep, fmt.Errorf("plan wants backend %s, but the run was given the %s backend", p.Backend, backend.Name())
-	}
-	cl, err := cluster.Start(ctx, backend, r.Topology, cluster.Options{
-		Persistence: r.Persistence, ServerClock: p.ServerClock,
-	})
-	if err != nil {
-		return rep, fmt.Errorf("start %s topology: %w", r.Topology, err)
-	}
-	// Nothing reads a run's servers after it: their logs are copied first (below), their
-	// data goes with their directories. So they are killed, not shut down.
-	defer closeInto(&err, cl.Discard)
-	if opts.Dir != "" {
-		// Logs are copied last, after faults healed, whatever the run's outcome.
-		defer func() {
-			if cerr := cl.CopyLogs(filepath.Join(opts.Dir, LogsDir)); cerr != nil {
-				rep.Warnings = append(rep.Warnings, cerr.Error())
-			}
-		}()
-	}
-
-	x, err := execute(ctx, r, cl, opts)
-	endExecution()
+	x, err := onServers(ctx, r, opts)
+	rep.Warnings = append(rep.Warnings, x.warnings...)
 	if err != nil {
 		return rep, err
 	}
 	h := x.history
 	rep.Interrupted = ctx.Err() != nil
 	rep.Stall, rep.Perturbed = x.stall, perturbed(x.stall, x.where, p.TTL.D())
-	rep.Warnings = append(rep.Warnings, x.warnings...)
 	rep.Ops, rep.Faults = len(h.Ops), len(h.Faults)
 	rep.RunTime = time.Duration(lastReturn(h))
 
@@ -177,6 +145,40 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 			ErrInterrupted, rep.RunTime.Round(time.Millisecond), context.Cause(ctx))
 	}
 	return rep, nil
+}
+
+// onServers starts the plan's servers on opts.Backend (or a process backend of its own),
+// executes the plan on them, and ends them before it returns: their logs are copied into
+// the run directory, and they are killed, not shut down, since nothing reads them after.
+func onServers(ctx context.Context, r *plan.Resolved, opts Options) (x executed, err error) {
+	p := r.Plan
+	backend := opts.Backend
+	if backend == nil {
+		nb, err := NewBackend(ctx, p.Backend)
+		if err != nil {
+			return x, err
+		}
+		defer closeInto(&err, nb.Close)
+		backend = nb
+	} else if p.Backend != "" && p.External == nil && p.Backend != backend.Name() {
+		return x, fmt.Errorf("plan wants backend %s, but the run was given the %s backend", p.Backend, backend.Name())
+	}
+	cl, err := cluster.Start(ctx, backend, r.Topology, cluster.Options{
+		Persistence: r.Persistence, ServerClock: p.ServerClock,
+	})
+	if err != nil {
+		return x, fmt.Errorf("start %s topology: %w", r.Topology, err)
+	}
+	defer closeInto(&err, cl.Discard)
+	if opts.Dir != "" {
+		// Logs are copied last, after faults healed, whatever the run's outcome.
+		defer func() {
+			if cerr := cl.CopyLogs(filepath.Join(opts.Dir, LogsDir)); cerr != nil {
+				x.warnings = append(x.warnings, cerr.Error())
+			}
+		}()
+	}
+	return execute(ctx, r, cl, opts)
 }
 
 // writeResult writes result.json into the run directory and, for a run opts wants
@@ -227,18 +229,6 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	env := faults.NewEnv(cl, rec, p.Clients)
 	env.AllowDestructive = opts.AllowDestructive
 	gates := env.Gates
-
-	grace := opts.Grace
-	if grace == 0 {
-		grace = 10 * time.Second
-	}
-	// The hard deadline leaves room for the longest fault to end and clients to finish.
-	hard := p.Duration.D() + grace
-	for _, f := range r.Faults {
-		hard = max(hard, f.Spec.At+f.Spec.Duration+grace)
-	}
-	runCtx, cancel := context.WithTimeout(ctx, hard)
-	defer cancel()
 
 	// Every client's links exist before the faults, so that fault targets match them.
 	eps := make([]cluster.Endpoints, p.Clients)
@@ -311,6 +301,12 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		}
 	}
 	gates.SetProcesses(procs)
+	// The run is live from here until its faults are healed: checks keep away (Phases),
+	// and the plan's clock and its hard deadline start only once they have.
+	endLive := sync.OnceFunc(opts.Phases.execute())
+	defer endLive()
+	runCtx, cancel := context.WithTimeout(ctx, hardDeadline(p, r.Faults, opts.Grace))
+	defer cancel()
 	sched, err := faults.Start(runCtx, env, r.Faults)
 	if err != nil {
 		closeLockers()
@@ -327,6 +323,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	if herr == nil {
 		herr = faults.VerifyHealed(context.Background(), env)
 	}
+	endLive()
 	x := executed{stall: stall, where: where}
 	if _, err := removeKeys(context.Background(), cl, ns); err != nil {
 		x.warnings = append(x.warnings, err.Error())
@@ -366,6 +363,19 @@ func buildLockers(lockers []lockimpl.Locker, build func(client int) (lockimpl.Lo
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// hardDeadline is how long a run may take from the start of its clock: room for the
+// longest fault to end and for clients to finish (grace; 0: 10 s).
+func hardDeadline(p plan.Plan, fs []*faults.Planned, grace time.Duration) time.Duration {
+	if grace == 0 {
+		grace = 10 * time.Second
+	}
+	hard := p.Duration.D() + grace
+	for _, f := range fs {
+		hard = max(hard, f.Spec.At+f.Spec.Duration+grace)
+	}
+	return hard
 }
 
 func lastReturn(h histories.History) int64 {
