@@ -60,6 +60,9 @@ type Options struct {
 	AllowDestructive bool
 	// Phases, shared by runs on one machine, keeps checks away from live runs.
 	Phases *Phases
+	// Slots, shared by runs on one machine, bounds the runs whose servers run at once;
+	// their checks run outside it.
+	Slots *Slots
 	// Pictures, when set, says from a run's report whether its directory gets
 	// history.html and timeline.svg: drawing them takes longer than checking a short run,
 	// and a campaign keeps the directories of its failing runs only. nil: every run's.
@@ -106,7 +109,11 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 		}
 	}
 
+	if err := opts.Slots.take(ctx); err != nil {
+		return rep, fmt.Errorf("waiting for a slot to run in: %w", err)
+	}
 	x, err := onServers(ctx, r, opts)
+	opts.Slots.give()
 	rep.Warnings = append(rep.Warnings, x.warnings...)
 	if err != nil {
 		return rep, err
