@@ -56,34 +56,33 @@ func Start(ctx context.Context, b Backend, t Topology, opts Options) (*Cluster, 
 		return nil, fmt.Errorf("topology %s: needs at least one node", t)
 	}
 	c := &Cluster{Topology: t, Net: netproxy.NewNet()}
-	switch t.Kind {
-	case Replicated:
-		lockCount = 0 // startReplicated starts the data nodes
-		if err := c.startReplicated(ctx, b, opts); err != nil {
-			return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
-		}
-	case Etcd:
-		lockCount = 0 // startEtcd starts the members
-		if err := c.startEtcd(ctx, b, t.Nodes, opts); err != nil {
-			return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
-		}
-	}
-	// The lock servers and the store at once: a container takes a quarter of a second to
-	// start, a process a few milliseconds.
-	nodes, err := startAll(lockCount+1, func(i int) (Node, error) {
-		if i == lockCount {
-			return b.StartNode(ctx, NodeConfig{Name: "store"})
-		}
-		return b.StartNode(ctx, opts.lockNode(fmt.Sprintf("lock-%d", i)))
-	})
-	if n := len(nodes); n > 0 && nodes[n-1].Name() == "store" {
-		c.Store, nodes = nodes[n-1], nodes[:n-1]
-	}
-	c.Lock = append(c.Lock, nodes...)
-	if err != nil {
+	// The store starts beside the lock servers, however long they take: a container takes
+	// a quarter of a second to start, a process a few milliseconds, a replicated topology
+	// or an etcd cluster longer.
+	var store sync.WaitGroup
+	var storeErr error
+	store.Go(func() { c.Store, storeErr = b.StartNode(ctx, NodeConfig{Name: "store"}) })
+	err := c.startLock(ctx, b, opts, lockCount)
+	store.Wait()
+	if err := errors.Join(err, storeErr); err != nil {
 		return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
 	}
 	return c, nil
+}
+
+// startLock starts the lock servers of c's topology, count of them for single and nodes.
+func (c *Cluster) startLock(ctx context.Context, b Backend, opts Options, count int) error {
+	switch c.Topology.Kind {
+	case Replicated:
+		return c.startReplicated(ctx, b, opts)
+	case Etcd:
+		return c.startEtcd(ctx, b, c.Topology.Nodes, opts)
+	}
+	nodes, err := startAll(count, func(i int) (Node, error) {
+		return b.StartNode(ctx, opts.lockNode(fmt.Sprintf("lock-%d", i)))
+	})
+	c.Lock = nodes
+	return err
 }
 
 // startAll starts n servers at once, start(i) the i-th, and returns those that started,
