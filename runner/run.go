@@ -161,9 +161,9 @@ func onServers(ctx context.Context, r *plan.Resolved, opts Options) (x executed,
 	p := r.Plan
 	backend := opts.Backend
 	if backend == nil {
-		nb, err := NewBackend(ctx, p.Backend)
-		if err != nil {
-			return x, err
+		nb, berr := NewBackend(ctx, p.Backend)
+		if berr != nil {
+			return x, berr
 		}
 		defer closeInto(&err, nb.Close)
 		backend = nb
