@@ -45,7 +45,14 @@ type Space struct {
 	// a violation cannot come from the workload alone.
 	Calm    bool   `json:"calm,omitempty"`
 	Backend string `json:"backend,omitempty"` // every plan's (plan.Plan.Backend); docker adds partitions
+	// TTL, when set, is every plan's TTL instead of one drawn from 200 ms to 1 s; what the
+	// generator derives from the TTL (work, fault times and lengths, clock jumps) follows it.
+	TTL plan.Duration `json:"ttl,omitzero"`
 }
+
+// minCalmTTL is the shortest TTL a calm plan can have: work up to a quarter of it must
+// leave the 150 ms of lease that plan.Plan.Calm asks for.
+const minCalmTTL = 200 * time.Millisecond
 
 // fencingModes are the store's fencing modes, in the order a shrink prefers (off first).
 func fencingModes() []string {
@@ -72,6 +79,7 @@ type space struct {
 	minFaults int
 	maxFaults int
 	calm      bool
+	ttl       time.Duration // 0: drawn
 }
 
 // resolve checks every name of s and works out, per implementation, the fencing modes and
@@ -82,8 +90,11 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 	if reg == nil {
 		reg = locks.All()
 	}
-	out := space{backend: s.Backend, minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm}
+	out := space{backend: s.Backend, minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm, ttl: s.TTL.D()}
 	if err := plan.CheckBackend(s.Backend); err != nil {
+		return space{}, err
+	}
+	if err := s.CheckTTL(); err != nil {
 		return space{}, err
 	}
 	if out.maxFaults == 0 {
@@ -193,6 +204,21 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 	return out, nil
 }
 
+// CheckTTL refuses a fixed TTL that no plan can have: Redis takes whole milliseconds, and
+// a calm workload needs a lease long enough to stay well inside.
+func (s Space) CheckTTL() error {
+	ttl := s.TTL.D()
+	switch {
+	case ttl == 0:
+		return nil
+	case ttl < time.Millisecond || ttl%time.Millisecond != 0:
+		return fmt.Errorf("ttl %s: want whole milliseconds, at least 1ms", ttl)
+	case s.Calm && ttl < minCalmTTL:
+		return fmt.Errorf("ttl %s: calm workloads need a ttl of at least %s (work up to a quarter of it, 150ms of lease left)", ttl, minCalmTTL)
+	}
+	return nil
+}
+
 // kindNames are the fault kinds of the faults package.
 func kindNames() []string {
 	var names []string
@@ -203,7 +229,7 @@ func kindNames() []string {
 }
 
 // PlanGen is rapid's generator of plans of the space: implementation, topology, fencing,
-// 2–8 clients, 1–3 keys, a TTL of 200 ms to 1 s, work as a fraction of the TTL (mostly
+// 2–8 clients, 1–3 keys, a TTL of 200 ms to 1 s (or the space's), work as a fraction of the TTL (mostly
 // small, sometimes longer than the lease), think and retry times, extend probability,
 // careless clients, a run of 1–3 s (longer, up to 6 s, when its faults need it), and up
 // to MaxFaults faults of the kinds available on the topology, timed relative to the TTL
@@ -246,7 +272,10 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 
 	p.Clients = rapid.IntRange(2, 8).Draw(t, "clients")
 	p.Keys = rapid.IntRange(1, 3).Draw(t, "keys")
-	ttl := 200*time.Millisecond + 50*time.Millisecond*time.Duration(rapid.IntRange(0, 16).Draw(t, "ttl_50ms"))
+	ttl := sp.ttl
+	if ttl == 0 {
+		ttl = 200*time.Millisecond + 50*time.Millisecond*time.Duration(rapid.IntRange(0, 16).Draw(t, "ttl_50ms"))
+	}
 	p.TTL = plan.D(ttl)
 	run := time.Second + 100*time.Millisecond*time.Duration(rapid.IntRange(0, 20).Draw(t, "duration_100ms"))
 	p.Work = plan.D(drawWork(t, ttl, sp.calm))

@@ -231,6 +231,31 @@ func TestSpaceRestrictsTheDraws(t *testing.T) {
 	}
 }
 
+// TestSpaceTTLFixesTheTTL: a space's TTL is every plan's, and what the generator derives
+// from the TTL follows it: work up to three TTLs, client pauses up to three TTLs.
+func TestSpaceTTLFixesTheTTL(t *testing.T) {
+	reg := locks.All()
+	const ttl = 100 * time.Millisecond
+	gen, err := PlanGen(reg, Space{TTL: plan.D(ttl)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		p := gen.Example(i + 1)
+		if err := p.Validate(reg); err != nil {
+			t.Fatalf("draw %d: %v", i, err)
+		}
+		if p.TTL.D() != ttl || p.Work.D() > 3*ttl {
+			t.Fatalf("draw %d: ttl %s, work %s; want ttl %s, work at most 3×", i, p.TTL.D(), p.Work.D(), ttl)
+		}
+		for _, f := range p.Faults {
+			if f.Kind == "client-pause" && f.Duration.D() > 3*ttl {
+				t.Fatalf("draw %d: a client pause of %s, over 3×ttl", i, f.Duration.D())
+			}
+		}
+	}
+}
+
 // TestSpaceErrorsNameTheKnownValues: a typo in a space is an error that lists what exists.
 func TestSpaceErrorsNameTheKnownValues(t *testing.T) {
 	reg := locks.All()
@@ -244,6 +269,9 @@ func TestSpaceErrorsNameTheKnownValues(t *testing.T) {
 		{Space{Fencings: []string{"fool"}}, `unknown fencing mode "fool" (known: off, writes, full)`},
 		{Space{Impls: []string{"setnx"}, Fencings: []string{"full"}}, `setnx grants no fencing tokens`},
 		{Space{Impls: []string{"redlock"}, Faults: []string{"failover"}, MinFaults: 1}, `redlock runs on no topology where fault kinds failover exist`},
+		{Space{TTL: plan.D(1500 * time.Microsecond)}, `ttl 1.5ms: want whole milliseconds`},
+		{Space{TTL: plan.D(-time.Second)}, `ttl -1s: want whole milliseconds`},
+		{Space{TTL: plan.D(100 * time.Millisecond), Calm: true}, `calm workloads need a ttl of at least 200ms`},
 	} {
 		_, err := PlanGen(reg, c.s)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

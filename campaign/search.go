@@ -194,7 +194,7 @@ func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
 	if err := os.MkdirAll(filepath.Join(o.Out, PlanRunsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("campaign: %w", err)
 	}
-	s := &searcher{o: o, gen: gen, start: time.Now(), sum: newSummary(o, sp), confirmed: map[string]int{}, phases: &runner.Phases{}}
+	s := &searcher{o: o, gen: gen, start: time.Now(), sum: newSummary(o, sp), confirmed: map[string]int{}, slots: runner.NewSlots(o.Parallel)}
 	if o.Class != nil {
 		s.classes = []Class{*o.Class}
 	} else {
@@ -212,8 +212,11 @@ func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
 		defer close(shrunk)
 		s.shrinker(ctx, jobs)
 	}()
+	// Twice as many workers as slots: a worker whose run is being checked holds no slot,
+	// and another takes it meanwhile, so that a check that takes its whole timeout keeps
+	// no plan from running.
 	var wg sync.WaitGroup
-	for range o.Parallel {
+	for range 2 * o.Parallel {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -267,7 +270,7 @@ type searcher struct {
 	sum       *Summary
 
 	shrinks chan<- shrinkJob // to the shrinker
-	phases  *runner.Phases   // every run of the campaign: checks wait for no run to be live
+	slots   *runner.Slots    // the plans' runs and their confirmations: Parallel at once
 
 	progMu sync.Mutex // serialises Progress calls
 }
@@ -298,7 +301,7 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 	s.emit("", nil)
 
 	dir := filepath.Join(s.o.Out, PlanRunsDir, fmt.Sprintf("%05d", i))
-	rep, err := s.run(runCtx, p, dir)
+	rep, err := s.run(runCtx, p, dir, s.slots)
 	if err != nil {
 		if runCtx.Err() != nil {
 			_ = os.RemoveAll(dir)
@@ -453,13 +456,22 @@ func (s *searcher) reproduces(rep runner.Report, prop lin.Property, safe bool) b
 	return expect.Expected(rep.Plan, impl)[prop]
 }
 
-// run resolves p for one run and runs it into dir.
-func (s *searcher) run(ctx context.Context, p plan.Plan, dir string) (runner.Report, error) {
+// run resolves p for one run and runs it into dir, in one of slots (nil: beside them).
+// Its check runs beside the other runs: a check that disturbs one shows there as a stall
+// of the harness, and that run is perturbed, neither a pass nor a violation.
+func (s *searcher) run(ctx context.Context, p plan.Plan, dir string, slots *runner.Slots) (runner.Report, error) {
 	r, err := p.Resolve(s.o.Registry)
 	if err != nil {
 		return runner.Report{Plan: p}, err
 	}
-	return runner.Run(ctx, r, runner.Options{Backend: s.o.Backend, Dir: dir, CheckTimeout: s.o.CheckTimeout, Phases: s.phases})
+	return runner.Run(ctx, r, runner.Options{Backend: s.o.Backend, Dir: dir, CheckTimeout: s.o.CheckTimeout, Slots: slots, Pictures: s.kept})
+}
+
+// kept reports whether the directory of a run with this report outlives the run: a
+// perturbed run's, a failing run's (confirmations and shrink candidates keep only
+// those), every run's with KeepPassing. Only those get their pictures drawn.
+func (s *searcher) kept(rep runner.Report) bool {
+	return s.o.KeepPassing || rep.Perturbed != "" || rep.Result.Violation()
 }
 
 // handleFailure confirms a failing plan by re-running it and, when it reproduces, hands
@@ -478,7 +490,7 @@ func (s *searcher) handleFailure(ctx context.Context, p plan.Plan, impl lockimpl
 	for j := 1; j <= s.o.Confirm; j++ {
 		s.emit(fmt.Sprintf("#%05d: confirming %s (%d/%d)", i, prop, j, s.o.Confirm), nil)
 		dir := fmt.Sprintf("%s-confirm%d", base, j)
-		crep, err := s.run(ctx, p, dir)
+		crep, err := s.run(ctx, p, dir, s.slots)
 		s.mu.Lock()
 		s.sum.Reruns++
 		s.mu.Unlock()
@@ -728,13 +740,13 @@ func (sh *shrinkState) fails(c plan.Plan) bool {
 	sh.stats.candidates++
 	dir := filepath.Join(s.o.Out, ShrinkDir, fmt.Sprintf("%05d", sh.index), fmt.Sprintf("%03d", sh.stats.candidates))
 	s.emit(fmt.Sprintf("#%05d: shrink candidate %d: %s", sh.index, sh.stats.candidates, describePlan(c)), nil)
-	rep, err := s.run(sh.ctx, c, dir)
+	rep, err := s.run(sh.ctx, c, dir, nil)
 	sh.stats.runs++
 	k := candidate{}
 	if err == nil && s.reproduces(rep, sh.prop, sh.safe) {
 		for j := 1; j <= max(s.o.Confirm, 1); j++ {
 			cdir := fmt.Sprintf("%s-confirm%d", dir, j)
-			crep, err := s.run(sh.ctx, c, cdir)
+			crep, err := s.run(sh.ctx, c, cdir, nil)
 			sh.stats.runs++
 			if err == nil && s.reproduces(crep, sh.prop, sh.safe) {
 				k = candidate{fails: true, dir: cdir, ops: crep.Ops}

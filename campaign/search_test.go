@@ -18,6 +18,7 @@ import (
 	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/timeline"
 )
 
 // TestPlanSequenceIsDeterministic: the same campaign seed gives the same plans, another
@@ -185,7 +186,8 @@ func TestSearchFindsShrinksAndReplaysCheckThenSet(t *testing.T) {
 	t.Logf("found after %d runs (%s); %s reproduced %d/%d; shrunk with %d candidates, %d runs in %s: %s",
 		sum.FirstDetection["check-then-set"].Runs, sum.FirstDetection["check-then-set"].After.D(), f.Target, f.Reproduced, f.Confirms,
 		f.ShrinkCandidates, f.ShrinkRuns, f.ShrinkTime.D(), f.SizeNote())
-	for _, name := range []string{SummaryFile, filepath.Join(f.Report, runner.ResultFile), filepath.Join(f.Report, runner.PlanFile)} {
+	for _, name := range []string{SummaryFile, filepath.Join(f.Report, runner.ResultFile), filepath.Join(f.Report, runner.PlanFile),
+		filepath.Join(f.Report, runner.HTMLFile), filepath.Join(f.Report, timeline.File)} {
 		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
 			t.Errorf("missing %s: %v", name, err)
 		}

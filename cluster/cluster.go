@@ -56,34 +56,33 @@ func Start(ctx context.Context, b Backend, t Topology, opts Options) (*Cluster, 
 		return nil, fmt.Errorf("topology %s: needs at least one node", t)
 	}
 	c := &Cluster{Topology: t, Net: netproxy.NewNet()}
-	switch t.Kind {
-	case Replicated:
-		lockCount = 0 // startReplicated starts the data nodes
-		if err := c.startReplicated(ctx, b, opts); err != nil {
-			return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
-		}
-	case Etcd:
-		lockCount = 0 // startEtcd starts the members
-		if err := c.startEtcd(ctx, b, t.Nodes, opts); err != nil {
-			return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
-		}
-	}
-	// The lock servers and the store at once: a container takes a quarter of a second to
-	// start, a process a few milliseconds.
-	nodes, err := startAll(lockCount+1, func(i int) (Node, error) {
-		if i == lockCount {
-			return b.StartNode(ctx, NodeConfig{Name: "store"})
-		}
-		return b.StartNode(ctx, opts.lockNode(fmt.Sprintf("lock-%d", i)))
-	})
-	if n := len(nodes); n > 0 && nodes[n-1].Name() == "store" {
-		c.Store, nodes = nodes[n-1], nodes[:n-1]
-	}
-	c.Lock = append(c.Lock, nodes...)
-	if err != nil {
+	// The store starts beside the lock servers, however long they take: a container takes
+	// a quarter of a second to start, a process a few milliseconds, a replicated topology
+	// or an etcd cluster longer.
+	var store sync.WaitGroup
+	var storeErr error
+	store.Go(func() { c.Store, storeErr = b.StartNode(ctx, NodeConfig{Name: "store"}) })
+	err := c.startLock(ctx, b, opts, lockCount)
+	store.Wait()
+	if err := errors.Join(err, storeErr); err != nil {
 		return nil, errors.Join(fmt.Errorf("start %s on %s backend: %w", t, b.Name(), err), c.Close())
 	}
 	return c, nil
+}
+
+// startLock starts the lock servers of c's topology, count of them for single and nodes.
+func (c *Cluster) startLock(ctx context.Context, b Backend, opts Options, count int) error {
+	switch c.Topology.Kind {
+	case Replicated:
+		return c.startReplicated(ctx, b, opts)
+	case Etcd:
+		return c.startEtcd(ctx, b, c.Topology.Nodes, opts)
+	}
+	nodes, err := startAll(count, func(i int) (Node, error) {
+		return b.StartNode(ctx, opts.lockNode(fmt.Sprintf("lock-%d", i)))
+	})
+	c.Lock = nodes
+	return err
 }
 
 // startAll starts n servers at once, start(i) the i-th, and returns those that started,
@@ -153,6 +152,31 @@ func copyFile(from, to string) error {
 
 // Close stops every server of the cluster (the backend stays open). Idempotent.
 func (c *Cluster) Close() error {
+	return c.end(func(n Node) error { return n.Stop(context.Background()) })
+}
+
+// Discarder is a Node that can end for good at once, with no shutdown of its own, when
+// nothing needs what it holds any more.
+type Discarder interface {
+	Discard() error
+}
+
+// Discard ends every server of the cluster for good when nothing needs what they hold any
+// more (a run whose logs were copied and whose data goes with its directory): a Discarder
+// at once, any other server as Close stops it. Redis begins the shutdown a SIGTERM asks
+// for only at its next cron tick, up to 100 ms later, and writes nothing anyone reads.
+// Idempotent, and Close after it stops nothing twice.
+func (c *Cluster) Discard() error {
+	return c.end(func(n Node) error {
+		if d, ok := n.(Discarder); ok {
+			return d.Discard()
+		}
+		return n.Stop(context.Background())
+	})
+}
+
+// end closes the links and ends every server with end.
+func (c *Cluster) end(end func(Node) error) error {
 	var errs []error
 	if c.Net != nil {
 		// Links first, so that no proxy is left forwarding to a stopped server.
@@ -163,18 +187,23 @@ func (c *Cluster) Close() error {
 	// Sentinels first, so that they never fail over a primary that is being stopped; the
 	// servers of each group at once.
 	for _, group := range [][]Node{c.Sentinels, c.Nodes()} {
-		errs = append(errs, StopAll(context.Background(), group))
+		errs = append(errs, endAll(group, end))
 	}
 	return errors.Join(errs...)
 }
 
 // StopAll stops nodes at once and joins their errors, each naming its node.
 func StopAll[N Node](ctx context.Context, nodes []N) error {
+	return endAll(nodes, func(n N) error { return n.Stop(ctx) })
+}
+
+// endAll ends nodes at once with end and joins their errors, each naming its node.
+func endAll[N Node](nodes []N, end func(N) error) error {
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		wg.Go(func() {
-			if err := n.Stop(ctx); err != nil {
+			if err := end(n); err != nil {
 				errs[i] = fmt.Errorf("stop %s: %w", n.Name(), err)
 			}
 		})

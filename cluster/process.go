@@ -73,8 +73,9 @@ func findBinary(explicit string) (string, error) {
 
 // The process backend's types satisfy the package's interfaces.
 var (
-	_ Backend = (*ProcessBackend)(nil)
-	_ Node    = (*ProcessNode)(nil)
+	_ Backend   = (*ProcessBackend)(nil)
+	_ Node      = (*ProcessNode)(nil)
+	_ Discarder = (*ProcessNode)(nil)
 )
 
 // Name is "process".

@@ -49,6 +49,36 @@ func TestStartAndStop(t *testing.T) {
 	}
 }
 
+// TestDiscardKillsEveryServer: Discard ends every server of the cluster, a paused one
+// too; it is idempotent, and the node can neither restart nor be stopped again.
+func TestDiscardKillsEveryServer(t *testing.T) {
+	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Single, Nodes: 1})
+	if err := c.Lock[0].Pause(clustertest.Context(t)); err != nil {
+		t.Fatalf("Pause: %v", err)
+	}
+	var pids []int
+	for _, n := range c.Nodes() {
+		pids = append(pids, pid(t, n))
+	}
+	if err := c.Discard(); err != nil {
+		t.Fatalf("Discard: %v", err)
+	}
+	for _, p := range pids {
+		if redisAlive(p) {
+			t.Fatalf("pid %d alive after Discard", p)
+		}
+	}
+	if err := c.Discard(); err != nil {
+		t.Fatalf("second Discard: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close after Discard: %v", err)
+	}
+	if err := c.Lock[0].Restart(clustertest.Context(t)); err == nil {
+		t.Fatal("Restart after Discard succeeded, want an error")
+	}
+}
+
 func TestNodesTopology(t *testing.T) {
 	c := clustertest.Start(t, cluster.Topology{Kind: cluster.Nodes, Nodes: 3})
 	seen := map[string]bool{}

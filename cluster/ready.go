@@ -20,6 +20,10 @@ const readyTimeout = 15 * time.Second
 // pollInterval is how often readiness is probed.
 const pollInterval = 10 * time.Millisecond
 
+// refusedPoll is how soon a starting server is probed again after it refused the
+// connection: a refused connection costs a system call or two.
+const refusedPoll = 2 * time.Millisecond
+
 // errNotReady is the probe's answer while the server is up but not usable yet.
 var errNotReady = errors.New("not ready")
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,12 +45,24 @@ func (c *Cluster) startReplicated(ctx context.Context, b Backend, opts Options) 
 			return err
 		}
 	}
+	// The Sentinels start while the replicas sync: they learn of the replicas from the
+	// primary either way, and are ready only once they know every one.
+	var synced sync.WaitGroup
+	var syncErr error
+	synced.Go(func() { syncErr = c.awaitReplicas(ctx) })
+	err = c.startSentinels(ctx, sb, primary)
+	synced.Wait()
+	return errors.Join(syncErr, err)
+}
+
+// awaitReplicas waits until every replica of c's primary is in sync (AwaitReplica).
+func (c *Cluster) awaitReplicas(ctx context.Context) error {
 	for _, r := range c.Lock[1:] {
 		if err := c.AwaitReplica(ctx, r); err != nil {
 			return err
 		}
 	}
-	return c.startSentinels(ctx, sb, primary)
+	return nil
 }
 
 // adminDo sends one command to node n from a fresh one-connection client.

@@ -93,18 +93,34 @@ func Check(h histories.History, opts Options) (Result, error) {
 	return res, nil
 }
 
+// WriteHTML writes the visualisation of h that Check writes with Options.HTMLPath, for
+// res, the result Check gave for h with the same options: a caller that wants the page
+// only for some verdicts checks first and draws after. It returns res with its HTML set.
+func WriteHTML(h histories.History, res Result, path string, opts Options) (Result, error) {
+	opts = opts.withDefaults()
+	mode, err := model.ParseFencing(h.Meta.Fencing)
+	if err != nil {
+		return res, fmt.Errorf("write visualisation: %w", err)
+	}
+	omitted, err := newChecker(h, mode, opts).writeHTML(path, res)
+	if err != nil {
+		return res, err
+	}
+	res.HTML, res.HTMLOmitted = path, omitted
+	return res, nil
+}
+
 // checker holds one history in the forms the properties need.
 type checker struct {
-	h        histories.History
-	mode     model.Fencing
-	opts     Options
-	beliefs  map[string][]belief
-	parts    [][]partition        // of each search, as searchAll left them, for the visualisation
-	findings map[Property]finding // first violation of each illegal property, for the visualisation
+	h       histories.History
+	mode    model.Fencing
+	opts    Options
+	beliefs map[string][]belief
+	parts   [][]partition // of each search, as searchAll left them, for the visualisation
 }
 
 func newChecker(h histories.History, mode model.Fencing, opts Options) *checker {
-	return &checker{h: h, mode: mode, opts: opts, beliefs: beliefs(h), findings: make(map[Property]finding)}
+	return &checker{h: h, mode: mode, opts: opts, beliefs: beliefs(h)}
 }
 
 // searches are the properties Porcupine decides, in the order of AllProperties.
@@ -131,7 +147,6 @@ func (c *checker) progress() PropertyResult {
 	switch v {
 	case Illegal:
 		r.Explanation, r.At, r.Until = f.text, f.at, max(f.until, f.at)
-		c.findings[L1] = f
 	case NA:
 		r.Explanation = f.text
 	}

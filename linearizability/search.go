@@ -129,7 +129,6 @@ func (c *checker) verdict(s search, parts []partition) PropertyResult {
 		f := s.explain(s.sel.Convert(c.h, suspects, histories.Lanes(c.h.Ops)))
 		r.Elapsed += time.Since(start)
 		r.Verdict, r.Explanation, r.At, r.Until = Illegal, f.text, f.at, max(f.until, f.at)
-		c.findings[s.prop] = f
 	case len(r.Undecided) > 0:
 		r.Verdict, r.Explanation = Unknown, undecidedText(c.opts.Timeout, r.Undecided, len(parts))
 	default:

@@ -123,7 +123,7 @@ func (c *checker) writeHTML(path string, res Result) (omitted int, err error) {
 	}
 	var legal []key
 	for si, s := range searches {
-		for _, p := range c.parts[si] {
+		for _, p := range c.partitions(si, s, res) {
 			switch {
 			case p.checked && p.verdict == porcupine.Unknown:
 				omitted++
@@ -151,6 +151,28 @@ func (c *checker) writeHTML(path string, res Result) (omitted int, err error) {
 		return omitted, fmt.Errorf("write visualisation %s: %w", path, err)
 	}
 	return omitted, nil
+}
+
+// partitions are search si's partitions as Check left them, or, for a page drawn after
+// the check (WriteHTML), as res tells them: the keys it names undecided out of time, every
+// key legal when the property is ok, and unknown (drawn in full) when it is illegal.
+func (c *checker) partitions(si int, s search, res Result) []partition {
+	if c.parts != nil {
+		return c.parts[si]
+	}
+	pr, _ := res.Property(s.prop)
+	var out []partition
+	for _, p := range s.sel.Partitions(c.h) {
+		part := partition{Partition: p}
+		switch {
+		case slices.ContainsFunc(pr.Undecided, func(u Undecided) bool { return u.Key == p.Key }):
+			part.checked, part.verdict = true, porcupine.Unknown
+		case pr.Verdict == OK:
+			part.checked, part.verdict = true, porcupine.Ok
+		}
+		out = append(out, part)
+	}
+	return out
 }
 
 // annotations are the fault windows (on a "faults" lane, and client-targeted ones also on
@@ -197,14 +219,18 @@ func (c *checker) annotations(res Result) []porcupine.Annotation {
 		}
 	}
 	for _, pr := range res.Properties {
-		f, ok := c.findings[pr.Property]
-		if !ok {
+		if pr.Verdict != Illegal || !located(pr.Property) {
 			continue
 		}
 		out = append(out, porcupine.Annotation{
-			Tag: "violations", Start: f.at, End: max(f.until, f.at),
-			Description: fmt.Sprintf("%s illegal", pr.Property), Details: f.text, BackgroundColor: "#ffcdd2",
+			Tag: "violations", Start: pr.At, End: max(pr.Until, pr.At),
+			Description: fmt.Sprintf("%s illegal", pr.Property), Details: pr.Explanation, BackgroundColor: "#ffcdd2",
 		})
 	}
 	return out
 }
+
+// located reports whether the checker places the first violation of p in time (At,
+// Until), which the page shows on its "violations" lane: the properties of the lock and
+// the store, not the job queue's.
+func located(p Property) bool { return p == P1 || p == P2 || p == P3 || p == L1 }

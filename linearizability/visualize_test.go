@@ -108,3 +108,26 @@ func TestHTMLWriteError(t *testing.T) {
 		t.Errorf("the result should be complete without an HTML path: %+v", res)
 	}
 }
+
+// TestWriteHTMLAfterCheck: the page drawn after a check without HTMLPath is the page the
+// check writes with it, violations and faults included.
+func TestWriteHTMLAfterCheck(t *testing.T) {
+	for _, h := range []histories.History{kleppmann("off", histories.OK), kleppmann("full", histories.Fail)} {
+		dir := t.TempDir()
+		during, after := filepath.Join(dir, "during.html"), filepath.Join(dir, "after.html")
+		checkOrFail(t, h, Options{HTMLPath: during})
+		res := checkOrFail(t, h, Options{})
+		res, err := WriteHTML(h, res, after, Options{})
+		if err != nil || res.HTML != after {
+			t.Fatalf("WriteHTML: %v, html %q", err, res.HTML)
+		}
+		a, errA := os.ReadFile(during)
+		b, errB := os.ReadFile(after)
+		if errA != nil || errB != nil {
+			t.Fatal(errA, errB)
+		}
+		if string(a) != string(b) {
+			t.Errorf("fencing %s: the page drawn after the check differs from the check's own", h.Meta.Fencing)
+		}
+	}
+}

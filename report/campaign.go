@@ -31,7 +31,7 @@ func CampaignMarkdown(s *campaign.Summary) string {
 		b.WriteString("Space: several; each merged campaign's summary.md says which.\n\n")
 	} else {
 		fmt.Fprintf(&b, "Space: implementations %s; fault kinds %s; fencing %s; faults per plan up to %s%s.\n\n",
-			orAll(s.Space.Impls), orAll(s.Space.Faults), orAll(s.Space.Fencings), maxFaultsText(s.Space), calmText(s.Space))
+			orAll(s.Space.Impls), orAll(s.Space.Faults), orAll(s.Space.Fencings), maxFaultsText(s.Space), calmText(s.Space)+ttlText(s.Space))
 	}
 	verdict := "**PASS**"
 	if !s.OK() {
@@ -154,6 +154,14 @@ func calmText(s campaign.Space) string {
 		return "; calm workloads only"
 	}
 	return ""
+}
+
+// ttlText names the space's fixed TTL, if it has one.
+func ttlText(s campaign.Space) string {
+	if s.TTL.D() == 0 {
+		return ""
+	}
+	return "; ttl " + s.TTL.D().String()
 }
 
 func truncate(s string, n int) string {

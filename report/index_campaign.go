@@ -105,7 +105,7 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 	space := "several; each merged campaign's page says which"
 	if !s.Mixed {
 		space = fmt.Sprintf("implementations %s; fault kinds %s; fencing %s; faults per plan up to %s%s",
-			orAll(s.Space.Impls), orAll(s.Space.Faults), orAll(s.Space.Fencings), maxFaultsText(s.Space), calmText(s.Space))
+			orAll(s.Space.Impls), orAll(s.Space.Faults), orAll(s.Space.Fencings), maxFaultsText(s.Space), calmText(s.Space)+ttlText(s.Space))
 	}
 	elapsed := s.Elapsed.D().String()
 	if s.Interrupted {

@@ -12,10 +12,13 @@ import (
 )
 
 // Phases keeps the checks of runs that share a machine away from the runs in progress:
-// any number of runs execute at once, and a check waits until none does (and holds new
+// any number of runs are live at once, and a check waits until none is (and holds new
 // ones back), so that a checker using every core cannot slow the servers and clients of
-// a live run into violations of their own making. A campaign or a matrix gives all its
-// runs one Phases; nil coordinates nothing.
+// a live run into violations of their own making. A run is live from the start of its
+// clock until its faults are healed: its servers start and stop, and its clients' lockers
+// are built, outside. A matrix gives all its runs one Phases; nil coordinates nothing. A
+// campaign has none: its checks run beside its runs (Slots), and a run a check disturbed
+// shows the stall and is perturbed.
 type Phases struct{ mu sync.RWMutex }
 
 func (p *Phases) execute() func() {

@@ -60,6 +60,13 @@ type Options struct {
 	AllowDestructive bool
 	// Phases, shared by runs on one machine, keeps checks away from live runs.
 	Phases *Phases
+	// Slots, shared by runs on one machine, bounds the runs whose servers run at once;
+	// their checks run outside it.
+	Slots *Slots
+	// Pictures, when set, says from a run's report whether its directory gets
+	// history.html and timeline.svg: drawing them takes longer than checking a short run,
+	// and a campaign keeps the directories of its failing runs only. nil: every run's.
+	Pictures func(Report) bool
 	// Sink, when set, receives every operation as it is recorded (from many goroutines at
 	// once) and the run keeps none: a run of days in constant memory. The history that is
 	// saved and checked then has the fault windows only; the sink is the evidence.
@@ -86,8 +93,8 @@ type Report struct {
 }
 
 // Run runs a resolved plan on real servers, checks the history and, with opts.Dir,
-// writes the run directory (plan, history, faults, result, HTML, server logs). Servers
-// and faults are always stopped and healed before it returns. When ctx ends first, the
+// writes the run directory (plan, history, faults, result, HTML, server logs). Faults are
+// always healed and servers stopped before the history is checked. When ctx ends first, the
 // history recorded so far is saved and checked like a whole one, the report says
 // Interrupted, and the error wraps ErrInterrupted.
 func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err error) {
@@ -102,44 +109,18 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 		}
 	}
 
-	endExecution := sync.OnceFunc(opts.Phases.execute())
-	defer endExecution()
-	backend := opts.Backend
-	if backend == nil {
-		nb, berr := NewBackend(ctx, p.Backend)
-		if berr != nil {
-			return rep, berr
-		}
-		defer closeInto(&err, nb.Close)
-		backend = nb
-	} else if p.Backend != "" && p.External == nil && p.Backend != backend.Name() {
-		return rep, fmt.Errorf("plan wants backend %s, but the run was given the %s backend", p.Backend, backend.Name())
+	if err := opts.Slots.take(ctx); err != nil {
+		return rep, fmt.Errorf("waiting for a slot to run in: %w", err)
 	}
-	cl, err := cluster.Start(ctx, backend, r.Topology, cluster.Options{
-		Persistence: r.Persistence, ServerClock: p.ServerClock,
-	})
-	if err != nil {
-		return rep, fmt.Errorf("start %s topology: %w", r.Topology, err)
-	}
-	defer closeInto(&err, cl.Close)
-	if opts.Dir != "" {
-		// Logs are copied last, after faults healed, whatever the run's outcome.
-		defer func() {
-			if cerr := cl.CopyLogs(filepath.Join(opts.Dir, LogsDir)); cerr != nil {
-				rep.Warnings = append(rep.Warnings, cerr.Error())
-			}
-		}()
-	}
-
-	x, err := execute(ctx, r, cl, opts)
-	endExecution()
+	x, err := onServers(ctx, r, opts)
+	opts.Slots.give()
+	rep.Warnings = append(rep.Warnings, x.warnings...)
 	if err != nil {
 		return rep, err
 	}
 	h := x.history
 	rep.Interrupted = ctx.Err() != nil
 	rep.Stall, rep.Perturbed = x.stall, perturbed(x.stall, x.where, p.TTL.D())
-	rep.Warnings = append(rep.Warnings, x.warnings...)
 	rep.Ops, rep.Faults = len(h.Ops), len(h.Faults)
 	rep.RunTime = time.Duration(lastReturn(h))
 
@@ -150,24 +131,19 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 			copts.Timeout = min(opts.CheckTimeout, InterruptedCheckTimeout)
 		}
 	}
-	endCheck := opts.Phases.check()
-	defer endCheck()
 	if opts.Dir != "" {
 		if err := histories.Save(opts.Dir, h); err != nil {
 			return rep, err
 		}
-		copts.HTMLPath = filepath.Join(opts.Dir, HTMLFile)
 	}
+	endCheck := opts.Phases.check()
+	defer endCheck()
 	rep.Result, err = linearizability.Check(h, copts)
 	if err != nil {
 		return rep, fmt.Errorf("check: %w", err)
 	}
 	if opts.Dir != "" {
-		if err := jsonfile.Write(filepath.Join(opts.Dir, ResultFile), rep); err != nil {
-			return rep, err
-		}
-		pic := timeline.Run{History: h, Result: rep.Result, Title: Title(p)}
-		if err := timeline.Write(filepath.Join(opts.Dir, timeline.File), pic); err != nil {
+		if err := writeResult(opts, h, &rep, copts); err != nil {
 			return rep, err
 		}
 	}
@@ -176,6 +152,62 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 			ErrInterrupted, rep.RunTime.Round(time.Millisecond), context.Cause(ctx))
 	}
 	return rep, nil
+}
+
+// onServers starts the plan's servers on opts.Backend (or a process backend of its own),
+// executes the plan on them, and ends them before it returns: their logs are copied into
+// the run directory, and they are killed, not shut down, since nothing reads them after.
+func onServers(ctx context.Context, r *plan.Resolved, opts Options) (x executed, err error) {
+	p := r.Plan
+	backend := opts.Backend
+	if backend == nil {
+		nb, berr := NewBackend(ctx, p.Backend)
+		if berr != nil {
+			return x, berr
+		}
+		defer closeInto(&err, nb.Close)
+		backend = nb
+	} else if p.Backend != "" && p.External == nil && p.Backend != backend.Name() {
+		return x, fmt.Errorf("plan wants backend %s, but the run was given the %s backend", p.Backend, backend.Name())
+	}
+	cl, err := cluster.Start(ctx, backend, r.Topology, cluster.Options{
+		Persistence: r.Persistence, ServerClock: p.ServerClock,
+	})
+	if err != nil {
+		return x, fmt.Errorf("start %s topology: %w", r.Topology, err)
+	}
+	defer closeInto(&err, cl.Discard)
+	if opts.Dir != "" {
+		// Logs are copied last, after faults healed, whatever the run's outcome.
+		defer func() {
+			if cerr := cl.CopyLogs(filepath.Join(opts.Dir, LogsDir)); cerr != nil {
+				x.warnings = append(x.warnings, cerr.Error())
+			}
+		}()
+	}
+	return execute(ctx, r, cl, opts)
+}
+
+// writeResult writes result.json into the run directory and, for a run opts wants
+// pictures of, history.html (Porcupine's visualisation, checked with copts) and
+// timeline.svg.
+func writeResult(opts Options, h histories.History, rep *Report, copts linearizability.Options) error {
+	pictures := opts.Pictures == nil || opts.Pictures(*rep)
+	if pictures {
+		res, err := linearizability.WriteHTML(h, rep.Result, filepath.Join(opts.Dir, HTMLFile), copts)
+		if err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+		rep.Result = res
+	}
+	if err := jsonfile.Write(filepath.Join(opts.Dir, ResultFile), rep); err != nil {
+		return err
+	}
+	if !pictures {
+		return nil
+	}
+	pic := timeline.Run{History: h, Result: rep.Result, Title: Title(rep.Plan)}
+	return timeline.Write(filepath.Join(opts.Dir, timeline.File), pic)
 }
 
 // executed is what execute returns: the recorded history (the whole of it, or what was
@@ -204,18 +236,6 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	env := faults.NewEnv(cl, rec, p.Clients)
 	env.AllowDestructive = opts.AllowDestructive
 	gates := env.Gates
-
-	grace := opts.Grace
-	if grace == 0 {
-		grace = 10 * time.Second
-	}
-	// The hard deadline leaves room for the longest fault to end and clients to finish.
-	hard := p.Duration.D() + grace
-	for _, f := range r.Faults {
-		hard = max(hard, f.Spec.At+f.Spec.Duration+grace)
-	}
-	runCtx, cancel := context.WithTimeout(ctx, hard)
-	defer cancel()
 
 	// Every client's links exist before the faults, so that fault targets match them.
 	eps := make([]cluster.Endpoints, p.Clients)
@@ -255,10 +275,10 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	if err != nil {
 		return executed{}, err
 	}
-	for i := range lockers {
-		ep, client := eps[i], i
-		l, err := r.Impl.New(lockimpl.Config{
-			Log:       logs[i].writer(),
+	err = buildLockers(lockers, func(client int) (lockimpl.Locker, error) {
+		ep := eps[client]
+		return r.Impl.New(lockimpl.Config{
+			Log:       logs[client].writer(),
 			Addrs:     ep.Lock,
 			Sentinels: ep.Sentinels,
 			Master:    ep.Master,
@@ -267,16 +287,15 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 			Clock:     env.ClientClock(client),
 			Timeout:   p.Timeout.D(),
 			Options:   r.Options,
-			FakeClock: fakeClocks[i],
+			FakeClock: fakeClocks[client],
 			Step: func(ctx context.Context, step string) error {
 				return gates.Reach(ctx, client, step)
 			},
 		})
-		if err != nil {
-			closeLockers()
-			return executed{}, fmt.Errorf("locker for client %d: %w", i, err)
-		}
-		lockers[i] = l
+	})
+	if err != nil {
+		closeLockers()
+		return executed{}, err
 	}
 	procs := make([]faults.ClientProcess, len(lockers))
 	for i, l := range lockers {
@@ -289,6 +308,12 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		}
 	}
 	gates.SetProcesses(procs)
+	// The run is live from here until its faults are healed: checks keep away (Phases),
+	// and the plan's clock and its hard deadline start only once they have.
+	endLive := sync.OnceFunc(opts.Phases.execute())
+	defer endLive()
+	runCtx, cancel := context.WithTimeout(ctx, hardDeadline(p, r.Faults, opts.Grace))
+	defer cancel()
 	sched, err := faults.Start(runCtx, env, r.Faults)
 	if err != nil {
 		closeLockers()
@@ -305,6 +330,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	if herr == nil {
 		herr = faults.VerifyHealed(context.Background(), env)
 	}
+	endLive()
 	x := executed{stall: stall, where: where}
 	if _, err := removeKeys(context.Background(), cl, ns); err != nil {
 		x.warnings = append(x.warnings, err.Error())
@@ -323,6 +349,40 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	}
 	x.history = rec.History()
 	return x, nil
+}
+
+// buildLockers fills lockers, one per client, building them all at once: a client that
+// runs as a process of its own (Node.js, Python) takes a tenth of a second or more to
+// start, and eight of them one after the other would take most of a second. On error
+// the lockers that were built are left in place for the caller to close.
+func buildLockers(lockers []lockimpl.Locker, build func(client int) (lockimpl.Locker, error)) error {
+	errs := make([]error, len(lockers))
+	var wg sync.WaitGroup
+	for i := range lockers {
+		wg.Go(func() {
+			l, err := build(i)
+			if err != nil {
+				errs[i] = fmt.Errorf("locker for client %d: %w", i, err)
+				return
+			}
+			lockers[i] = l
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// hardDeadline is how long a run may take from the start of its clock: room for the
+// longest fault to end and for clients to finish (grace; 0: 10 s).
+func hardDeadline(p plan.Plan, fs []*faults.Planned, grace time.Duration) time.Duration {
+	if grace == 0 {
+		grace = 10 * time.Second
+	}
+	hard := p.Duration.D() + grace
+	for _, f := range fs {
+		hard = max(hard, f.Spec.At+f.Spec.Duration+grace)
+	}
+	return hard
 }
 
 func lastReturn(h histories.History) int64 {

@@ -191,17 +191,22 @@ func closeConns(clients []*client) {
 }
 
 // closeLockers closes the lockers of the clients that did not crash (a crashed client's
-// locker was closed, or stopped, when it died).
+// locker was closed, or stopped, when it died), all at once: a client process is given a
+// moment to exit, and eight such moments one after the other add up.
 func closeLockers(clients []*client) error {
-	var errs []error
-	for _, c := range clients {
+	errs := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
 		if c.closed {
 			continue
 		}
-		if err := c.locker.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close locker of client %d: %w", c.id, err))
-		}
+		wg.Go(func() {
+			if err := c.locker.Close(); err != nil {
+				errs[i] = fmt.Errorf("close locker of client %d: %w", c.id, err)
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

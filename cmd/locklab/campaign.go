@@ -23,6 +23,7 @@ func newCampaignCmd() *cobra.Command {
 		o                          campaign.SearchOptions
 		impls, faultKinds, fencing []string
 		maxFaults                  int
+		ttl                        time.Duration
 		seed                       int64
 		shard, class, backend      string
 		calm, failOnFindings       bool
@@ -63,12 +64,12 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 			}
 			fs := cmd.Flags()
 			o.Registry = reg
-			o.Space = campaign.Space{Impls: campaignTrim(impls), Faults: campaignTrim(faultKinds), Fencings: campaignTrim(fencing), MaxFaults: maxFaults, Calm: calm, Backend: backend}
+			o.Space = campaign.Space{Impls: campaignTrim(impls), Faults: campaignTrim(faultKinds), Fencings: campaignTrim(fencing), MaxFaults: maxFaults, Calm: calm, Backend: backend, TTL: plan.D(ttl)}
 			if fs.Changed("max-faults") && maxFaults == 0 {
 				o.Space.MaxFaults = -1
 			}
 			if class != "" {
-				for _, name := range []string{"impl", "faults", "fencing", "max-faults", "calm"} {
+				for _, name := range []string{"impl", "faults", "fencing", "max-faults", "calm", "ttl"} {
 					if fs.Changed(name) {
 						return &statusError{exitError, fmt.Errorf("flag --%s: --class sets the space itself", name)}
 					}
@@ -78,6 +79,9 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 					return &statusError{exitError, fmt.Errorf("flag --class: %w", err)}
 				}
 				o.Class, o.StopAtDetection = &c, true
+			}
+			if err := o.Space.CheckTTL(); err != nil {
+				return &statusError{exitError, fmt.Errorf("flag --ttl: %w", err)}
 			}
 			if _, err := campaign.PlanGen(reg, o.Space); err != nil && o.Class == nil {
 				return &statusError{exitError, fmt.Errorf("flags --impl/--faults/--fencing: %w", err)}
@@ -133,6 +137,7 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 	f.StringSliceVar(&fencing, "fencing", nil, "fencing modes to draw from: off, writes, full (default: all an implementation supports)")
 	f.IntVar(&maxFaults, "max-faults", campaign.DefaultMaxFaults, "faults per plan at most")
 	f.BoolVar(&calm, "calm", false, "only calm workloads: work at most a quarter of the TTL")
+	f.DurationVar(&ttl, "ttl", 0, "every plan's TTL, in whole milliseconds (default: drawn from 200ms to 1s per plan); work and fault times follow it")
 	f.Int64Var(&seed, "seed", 0, "campaign seed (default: from the time, printed); the same seed draws the same plans")
 	f.StringVar(&o.Out, "out", "out/campaign", "output directory: runs/, failures/, summary.json, summary.md, junit.xml, index.html")
 	f.IntVar(&o.Parallel, "parallel", 1, "plans run at once")

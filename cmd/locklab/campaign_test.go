@@ -30,6 +30,8 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"campaign", "--class", "nope", "--out", dir}, `flag --class: unknown bug class "nope" (known: pause-past-ttl`},
 		{[]string{"campaign", "--class", "clock-jump", "--impl", "fenced", "--out", dir}, "flag --impl: --class sets the space itself"},
 		{[]string{"campaign", "--parallel", "0", "--out", dir}, "flag --parallel: want at least 1"},
+		{[]string{"campaign", "--ttl", "100ms", "--calm", "--out", dir}, "flag --ttl: ttl 100ms: calm workloads need a ttl of at least 200ms"},
+		{[]string{"campaign", "--class", "clock-jump", "--ttl", "100ms", "--out", dir}, "flag --ttl: --class sets the space itself"},
 		{[]string{"campaign", "--duration", "0", "--out", dir}, "flags --duration and --max-runs"},
 		{[]string{"campaign", "--confirm", "-1", "--out", dir}, "flag --confirm: must not be negative"},
 		{[]string{"campaign", "merge", "--out", dir, missing}, "read summary"},
