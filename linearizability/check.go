@@ -6,6 +6,8 @@ package linearizability
 
 import (
 	"fmt"
+	"os"
+	"runtime/debug"
 	"time"
 	"unsafe"
 
@@ -48,15 +50,22 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// MemoryLimit is a soft memory limit (for debug.SetMemoryLimit) under which checking h
-// stays fast: the history itself (its operations' slice), a half of it again for the
-// checker's own indexes, beliefs and partitions, and 48 MB for the searches in flight.
-// Without a limit the garbage collector lets the heap grow to twice what is live, which
-// for a million operations is 600 MB of which half is garbage. It is soft: a search that
-// needs more memory gets it, at the cost of more collections.
-func MemoryLimit(h histories.History) int64 {
+// LimitMemory sets the process's soft memory limit (debug.SetMemoryLimit) to one under
+// which checking h stays fast, unless the user set GOMEMLIMIT, which wins: the history
+// itself (its operations' slice), a half of it again for the checker's own indexes,
+// beliefs and partitions, and 48 MB for the searches in flight. Without a limit the
+// garbage collector lets the heap grow to twice what is live, which for a million
+// operations is 600 MB of which half is garbage. It is soft: a search that needs more
+// memory gets it, at the cost of more collections. For programs that check one big
+// history, such as locklab check; it returns the limit set, 0 when GOMEMLIMIT is.
+func LimitMemory(h histories.History) int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
 	history := int64(cap(h.Ops)) * int64(unsafe.Sizeof(histories.Op{}))
-	return history*3/2 + 48<<20
+	limit := history*3/2 + 48<<20
+	debug.SetMemoryLimit(limit)
+	return limit
 }
 
 // Check checks h against P1, P2, P3, L1, and P4 and P5 when it has job operations. The store's rule comes from h.Meta.Fencing,

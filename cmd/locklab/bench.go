@@ -18,10 +18,7 @@ import (
 )
 
 // The lines of a Markdown file between which `locklab bench jobs --markdown` puts the table.
-const (
-	jobsBegin = "<!-- bench-jobs:begin -->"
-	jobsEnd   = "<!-- bench-jobs:end -->"
-)
+const jobsBegin, jobsEnd = "<!-- bench-jobs:begin -->", "<!-- bench-jobs:end -->"
 
 func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{

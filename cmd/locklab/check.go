@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,9 +27,7 @@ again, without any server. Exit status: 0 no violation, 1 violation, 2 error, 3 
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			if os.Getenv("GOMEMLIMIT") == "" { // the user's own limit wins
-				debug.SetMemoryLimit(linearizability.MemoryLimit(h))
-			}
+			linearizability.LimitMemory(h)
 			if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
 				if html == "" {
 					html = filepath.Join(args[0], "recheck.html")
