@@ -2,7 +2,6 @@ package timeline
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -203,22 +202,8 @@ func TestSamples(t *testing.T) {
 	}
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			h, err := histories.Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var res struct {
-				Result linearizability.Result `json:"result"`
-			}
-			data, err := os.ReadFile(filepath.Join(dir, "result.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(data, &res); err != nil {
-				t.Fatal(err)
-			}
 			path := filepath.Join(t.TempDir(), File)
-			if err := Write(path, Run{History: h, Result: res.Result, Title: filepath.Base(dir)}); err != nil {
+			if err := Write(path, sampleRun(t, dir)); err != nil {
 				t.Fatal(err)
 			}
 			svg, err := os.ReadFile(path)
