@@ -301,3 +301,30 @@ func TestReplicatedCloseStopsEveryProcess(t *testing.T) {
 		waitGone(t, p, 5*time.Second)
 	}
 }
+
+// TestAwaitNoTiltSeesAStalledSentinel: Sentinels frozen longer than 2 s enter TILT mode
+// (no failover for 30 s) once they run again; AwaitNoTilt returns at once before, and
+// keeps waiting after.
+func TestAwaitNoTiltSeesAStalledSentinel(t *testing.T) {
+	c, ctx := startReplicated(t, 3)
+	if waited, err := c.AwaitNoTilt(ctx); err != nil || waited > time.Second {
+		t.Fatalf("fresh sentinels: waited %s, %v", waited, err)
+	}
+	for _, s := range c.Sentinels {
+		if err := s.Pause(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2500 * time.Millisecond)
+	for _, s := range c.Sentinels {
+		if err := s.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // a timer tick, to notice the stall
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if _, err := c.AwaitNoTilt(short); err == nil || !strings.Contains(err.Error(), "TILT") {
+		t.Fatalf("after a 2.5 s stall: %v, want the sentinels tilting", err)
+	}
+}

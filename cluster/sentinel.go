@@ -435,3 +435,35 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// tiltPeriod is how long a Sentinel stays in TILT mode once it leaves a stall behind
+// (Sentinel's SENTINEL_TILT_PERIOD): meanwhile it watches but starts no failover.
+const tiltPeriod = 30 * time.Second
+
+// AwaitNoTilt waits until no Sentinel is in TILT mode. A Sentinel whose timer ran more
+// than 2 s late (a machine so busy that it got no CPU for that long, as when a check
+// took every core while the run's servers waited to go live) enters TILT and starts no
+// failover for 30 s: a failover fault injected meanwhile would find no new primary.
+// Bounded by ctx; it returns at once when no Sentinel tilts. It reports how long it waited.
+func (c *Cluster) AwaitNoTilt(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	for {
+		err := c.onSentinels(ctx, func(ctx context.Context, i int, sc *redis.SentinelClient) error {
+			cmd := redis.NewStringCmd(ctx, "info", "sentinel")
+			if err := sc.Process(ctx, cmd); err != nil {
+				return fmt.Errorf("sentinel-%d: info sentinel: %w", i, err)
+			}
+			if strings.Contains(cmd.Val(), "sentinel_tilt:1") {
+				return fmt.Errorf("sentinel-%d is in TILT mode", i)
+			}
+			return nil
+		})
+		if err == nil {
+			return time.Since(start), nil
+		}
+		if !sleepCtx(ctx, sentinelPollInterval) {
+			return time.Since(start), fmt.Errorf("sentinels still tilting after %s (Sentinel leaves TILT mode %s after a stall): %w",
+				time.Since(start).Round(time.Millisecond), tiltPeriod, err)
+		}
+	}
+}

@@ -40,6 +40,10 @@ func Title(p plan.Plan) string {
 	return fmt.Sprintf("%s · %s · fencing %s", name, p.Impl, p.Fencing)
 }
 
+// tiltWait bounds the wait for Sentinels to leave TILT mode before a run's clock starts:
+// the 30 s they stay in it after a stall, and some.
+const tiltWait = 40 * time.Second
+
 // InterruptedCheckTimeout bounds the checker per property on the history of an
 // interrupted run: whoever pressed Ctrl-C wants the evidence now, and an undecided
 // property is reported as unknown, never as held.
@@ -312,6 +316,17 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	// and the plan's clock and its hard deadline start only once they have.
 	endLive := sync.OnceFunc(opts.Phases.execute())
 	defer endLive()
+	if len(cl.Sentinels) > 0 {
+		// A stall while the servers waited to go live puts the Sentinels in TILT mode,
+		// where they would start no failover: wait it out before the plan's clock starts.
+		tiltCtx, cancel := context.WithTimeout(ctx, tiltWait)
+		_, err := cl.AwaitNoTilt(tiltCtx)
+		cancel()
+		if err != nil {
+			closeLockers()
+			return executed{}, err
+		}
+	}
 	runCtx, cancel := context.WithTimeout(ctx, hardDeadline(p, r.Faults, opts.Grace))
 	defer cancel()
 	sched, err := faults.Start(runCtx, env, r.Faults)
