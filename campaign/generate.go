@@ -229,11 +229,11 @@ func kindNames() []string {
 }
 
 // PlanGen is rapid's generator of plans of the space: implementation, topology, fencing,
-// 2–8 clients, 1–3 keys, a TTL of 200 ms to 1 s (or the space's), work as a fraction of the TTL (mostly
-// small, sometimes longer than the lease), think and retry times, extend probability,
-// careless clients, a run of 1–3 s (longer, up to 6 s, when its faults need it), and up
-// to MaxFaults faults of the kinds available on the topology, timed relative to the TTL
-// or triggered at a client point or lock step.
+// 2–8 clients, 1–3 keys, a TTL of 200 ms to 1 s (or the space's), work as a fraction of
+// the TTL (mostly small, sometimes longer than the lease), think and retry times, extend
+// probability, careless clients, a run of 1–3 s (longer, up to 6 s, when its faults need
+// it), and up to MaxFaults faults of the kinds available on the topology, timed relative
+// to the TTL or triggered at a client point or lock step.
 // Every value it draws shrinks towards the simplest plan: fewer faults, fewer clients,
 // shorter times, the first choice of each list. Every plan it draws passes Validate.
 func PlanGen(reg *lockimpl.Registry, s Space) (*rapid.Generator[plan.Plan], error) {
