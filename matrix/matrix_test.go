@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -90,9 +89,11 @@ func TestMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(loaded, res) {
-		a, _ := json.Marshal(loaded)
-		b, _ := json.Marshal(res)
+	// Compared as JSON: a cell whose runs were all perturbed has no counts, nil in
+	// memory, and an empty map once read back, which say the same.
+	a, _ := json.Marshal(loaded)
+	b, _ := json.Marshal(res)
+	if string(a) != string(b) {
 		t.Errorf("matrix.json does not round-trip:\n%s\n%s", a, b)
 	}
 
