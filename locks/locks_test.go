@@ -76,15 +76,17 @@ func TestConfigNeedsOneAddress(t *testing.T) {
 }
 
 func TestNetworkErrorIsUnknown(t *testing.T) {
-	// A port that was free a moment ago: nothing listens there.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	for _, impl := range locks.All().List() {
 		t.Run(impl.Name, func(t *testing.T) {
+			// A port that was free a moment ago: nothing listens there. One per
+			// implementation: the packages' tests start servers while this one runs, and
+			// one of them may take a port freed 20 s ago.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
 			l, err := impl.New(lockimpl.Config{Addrs: []string{addr}, Timeout: time.Second})
 			if err != nil {
 				t.Fatal(err)

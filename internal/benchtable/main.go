@@ -67,7 +67,7 @@ func bench(goBin, out, markdown string) error {
 	if err := os.WriteFile(filepath.Join(out, "bench.txt"), raw.Bytes(), 0o644); err != nil {
 		return err
 	}
-	md, missed := document(res, fmt.Sprintf("Produced by `make bench` on %s (%s, %d cores, %s in all).",
+	md, missed := document(res, fmt.Sprintf("Measured by `make bench` on %s (%s, %d cores, %s in all).",
 		time.Now().UTC().Format(time.RFC3339), runtime.Version(), runtime.NumCPU(), time.Since(start).Round(time.Second)))
 	fmt.Print("\n" + md)
 	if err := os.WriteFile(filepath.Join(out, "bench.md"), []byte(md), 0o644); err != nil {
