@@ -111,7 +111,10 @@ func WriteHTML(h histories.History, res Result, path string, opts Options) (Resu
 	if err != nil {
 		return res, fmt.Errorf("write visualisation: %w", err)
 	}
-	omitted, err := newChecker(h, mode, opts).writeHTML(path, res)
+	// No beliefs: the page needs the partitions and res, and the beliefs (a pass over the
+	// whole history) serve only the explanations, which res already has.
+	c := &checker{h: h, mode: mode, opts: opts}
+	omitted, err := c.writeHTML(path, res)
 	if err != nil {
 		return res, err
 	}
