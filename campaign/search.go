@@ -97,6 +97,8 @@ type SearchOptions struct {
 	// Render, when set, writes the summary for people beside summary.json (the CLI
 	// passes report.WriteCampaign: summary.md and junit.xml), also when interrupted.
 	Render func(dir string, s *Summary) error
+	// Checked, when set, gets each checked, unperturbed run's plan and result, from its goroutine.
+	Checked func(plan.Plan, lin.Result)
 }
 
 // Progress is a campaign's state, as the progress line shows it.
@@ -330,6 +332,9 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 		s.mu.Unlock()
 		s.emit(fmt.Sprintf("#%05d: perturbed (%s)", i, rep.Perturbed), rec)
 		return
+	}
+	if s.o.Checked != nil {
+		s.o.Checked(p, rep.Result)
 	}
 	illegal, unknown := splitVerdicts(rep.Result)
 	by := expect.ExpectedBy(p, impl)

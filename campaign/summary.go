@@ -243,6 +243,18 @@ func (c *ClaimCount) Add(d ClaimCount) {
 	c.Held, c.Violated, c.Undecided = c.Held+d.Held, c.Violated+d.Violated, c.Undecided+d.Undecided
 }
 
+// Count counts one claimed pair by its verdict; n/a (nothing to check) is not a pair.
+func (c *ClaimCount) Count(v lin.Verdict) {
+	switch v {
+	case lin.OK:
+		c.Held++
+	case lin.Illegal:
+		c.Violated++
+	case lin.Unknown:
+		c.Undecided++
+	}
+}
+
 // addRun counts a finished run of a generated plan; by is what the rules claim for it.
 func (s *Summary) addRun(p plan.Plan, rep runner.Report, rec *RunRecord, by map[lin.Property]string) {
 	s.Runs++
@@ -250,16 +262,8 @@ func (s *Summary) addRun(p plan.Plan, rep runner.Report, rec *RunRecord, by map[
 	if len(by) > 0 {
 		c := s.Claims[p.Impl]
 		for _, pr := range rep.Result.Properties {
-			if by[pr.Property] == "" {
-				continue
-			}
-			switch pr.Verdict {
-			case lin.OK:
-				c.Held++
-			case lin.Illegal:
-				c.Violated++
-			case lin.Unknown:
-				c.Undecided++
+			if by[pr.Property] != "" {
+				c.Count(pr.Verdict)
 			}
 		}
 		s.Claims[p.Impl] = c

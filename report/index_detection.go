@@ -13,10 +13,6 @@ import (
 	"github.com/locklab/locklab/campaign/detection"
 )
 
-// faultFreeDir is where detection.Run puts the fault-free campaigns of the false-alarm
-// count: fault-free/<impl>/<seed>. Class searches are in <class>/<seed>.
-const faultFreeDir = "fault-free"
-
 // detectionSearch is one campaign of the benchmark (a class search or a fault-free
 // campaign), in its own directory under the benchmark's, with its own index.html.
 type detectionSearch struct {
@@ -35,6 +31,7 @@ type detectionIndexView struct {
 	Interrupted bool
 	Rows        []detectionRowView
 	FalseAlarms []falseAlarmView
+	Faulted     []falseAlarmView // per rule family: Impl is the family's name
 	Claimed     int
 	Total       campaign.ClaimCount
 }
@@ -101,10 +98,10 @@ func detectionSearches(dir string, r detection.Result) map[string][]detectionSea
 			}
 		}
 	}
-	for _, fa := range r.FalseAlarms {
-		entries, err := os.ReadDir(filepath.Join(dir, faultFreeDir, fa.Impl))
+	batches := func(sub string) {
+		entries, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(sub)))
 		if err != nil {
-			continue
+			return
 		}
 		var seeds []int64
 		for _, e := range entries {
@@ -114,8 +111,14 @@ func detectionSearches(dir string, r detection.Result) map[string][]detectionSea
 		}
 		slices.Sort(seeds)
 		for _, seed := range seeds {
-			read(faultFreeDir+"/"+fa.Impl, path.Join(faultFreeDir, fa.Impl, fmt.Sprint(seed)), seed)
+			read(sub, path.Join(sub, fmt.Sprint(seed)), seed)
 		}
+	}
+	for _, fa := range r.FalseAlarms {
+		batches(detection.FaultFreeDir + "/" + fa.Impl)
+	}
+	for _, fa := range r.Faulted {
+		batches(detection.FaultedDir + "/" + fa.Family)
 	}
 	return out
 }
@@ -172,13 +175,20 @@ func detectionIndexOf(r detection.Result, command string, searches map[string][]
 	}
 	for _, fa := range r.FalseAlarms {
 		fv := falseAlarmView{FalseAlarms: fa, Decided: fa.Claims.Decided()}
-		for _, s := range searches[faultFreeDir+"/"+fa.Impl] {
+		for _, s := range searches[detection.FaultFreeDir+"/"+fa.Impl] {
 			fv.Searches = append(fv.Searches, searchViewOf(s, "", has))
 		}
-		alarms += fa.Claims.Violated
 		v.Total.Add(fa.Claims)
 		v.FalseAlarms = append(v.FalseAlarms, fv)
 	}
+	for _, fa := range r.Faulted {
+		fv := falseAlarmView{FalseAlarms: detection.FalseAlarms{Impl: fa.Family, Plans: fa.Plans, Errors: fa.Errors, Claims: fa.Claims}, Decided: fa.Claims.Decided()}
+		for _, s := range searches[detection.FaultedDir+"/"+fa.Family] {
+			fv.Searches = append(fv.Searches, searchViewOf(s, "", has))
+		}
+		v.Faulted = append(v.Faulted, fv)
+	}
+	_, alarms = r.Shortfalls()
 	v.Pass = missed == 0 && alarms == 0
 	v.Verdict = fmt.Sprintf("%d of %d classes found by every seed, %d false alarms", len(r.Rows)-missed, len(r.Rows), alarms)
 	if r.Interrupted {
@@ -205,10 +215,17 @@ const detectionIndexPage = `{{define "detection"}}{{template "head" .Title}}<h1>
 <table id="false-alarms">
 <thead><tr><th>implementation</th><th>plans</th><th>claimed pairs decided</th><th>false alarms</th><th>undecided (checker timeout)</th><th>failed to run</th><th>campaigns</th></tr></thead>
 <tbody>
-{{range .FalseAlarms}}<tr data-impl="{{.Impl}}" class="{{if .Claims.Violated}}safe{{else}}pass{{end}}"><td>{{.Impl}}</td><td class="num">{{.Plans}}</td><td class="num">{{.Decided}}</td><td class="num"><strong>{{.Claims.Violated}}</strong></td><td class="num">{{.Claims.Undecided}}</td><td class="num">{{.Errors}}</td><td class="searches">{{range .Searches}}<div data-seed="{{.Seed}}">{{if .Index}}<a class="campaign" href="{{.Index}}">seed {{.Seed}}</a>{{else}}seed {{.Seed}}{{end}} <span class="muted">{{.What}}</span></div>{{end}}</td></tr>
-{{end}}<tr class="total"><td>all</td><td></td><td class="num">{{.Total.Decided}}</td><td class="num"><strong>{{.Total.Violated}}</strong></td><td class="num">{{.Total.Undecided}}</td><td></td><td></td></tr>
+{{range .FalseAlarms}}{{template "alarm-row" .}}{{end}}<tr class="total"><td>all</td><td></td><td class="num">{{.Total.Decided}}</td><td class="num"><strong>{{.Total.Violated}}</strong></td><td class="num">{{.Total.Undecided}}</td><td></td><td></td></tr>
 </tbody>
 </table>
-{{end}}{{if not (or .Rows .FalseAlarms)}}<p id="empty" class="muted">Nothing was measured.</p>
+{{end}}{{if .Faulted}}<h2>False alarms under faults</h2>
+<p>Per rule family, random plans with the faults its rules speak of until at least {{.Claimed}} (plan, property) pairs that the family's rules claim were decided by the checkers. A violated claimed pair is a false alarm.</p>
+<table id="faulted-false-alarms">
+<thead><tr><th>rule family</th><th>plans</th><th>claimed pairs decided</th><th>false alarms</th><th>undecided (checker timeout)</th><th>failed to run</th><th>campaigns</th></tr></thead>
+<tbody>
+{{range .Faulted}}{{template "alarm-row" .}}{{end}}</tbody>
+</table>
+{{end}}{{if not (or .Rows .FalseAlarms .Faulted)}}<p id="empty" class="muted">Nothing was measured.</p>
 {{end}}{{template "foot"}}{{end}}
-`
+{{define "alarm-row"}}<tr data-impl="{{.Impl}}" class="{{if .Claims.Violated}}safe{{else}}pass{{end}}"><td>{{.Impl}}</td><td class="num">{{.Plans}}</td><td class="num">{{.Decided}}</td><td class="num"><strong>{{.Claims.Violated}}</strong></td><td class="num">{{.Claims.Undecided}}</td><td class="num">{{.Errors}}</td><td class="searches">{{range .Searches}}<div data-seed="{{.Seed}}">{{if .Index}}<a class="campaign" href="{{.Index}}">seed {{.Seed}}</a>{{else}}seed {{.Seed}}{{end}} <span class="muted">{{.What}}</span></div>{{end}}</td></tr>
+{{end}}`

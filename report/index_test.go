@@ -407,7 +407,7 @@ func TestDetectionIndex(t *testing.T) {
 		FirstDetection: map[string]campaign.First{class: {Run: 2, Runs: 3, After: plan.D(1500 * time.Millisecond), Plan: "runs/00002/plan.json"}}}
 	missed := &campaign.Summary{Seed: 2, Shard: "0/1", Class: class, Runs: 5}
 	calm := &campaign.Summary{Seed: 1, Shard: "0/1", Runs: 10}
-	for rel, s := range map[string]*campaign.Summary{class + "/1": found, class + "/2": missed, "fault-free/setnx/1": calm} {
+	for rel, s := range map[string]*campaign.Summary{class + "/1": found, class + "/2": missed, "fault-free/setnx/1": calm, "faulted/renewal/1": calm} {
 		d := filepath.Join(dir, filepath.FromSlash(rel))
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -422,12 +422,13 @@ func TestDetectionIndex(t *testing.T) {
 	touch(t, dir, class+"/1/runs/00002/"+timeline.File, class+"/1/runs/00002/history.html")
 	r := detection.Result{Seeds: 2, FirstSeed: 1, MaxRuns: 5, GoVersion: "go1.26", Elapsed: plan.D(time.Minute),
 		Rows:        []detection.Row{{Class: class, Detect: []lin.Property{lin.P1}, Seeds: 2, Found: 1, Times: []plan.Duration{plan.D(1500 * time.Millisecond)}, Plans: []int{3}, Missed: []int64{2}}},
-		FalseAlarms: []detection.FalseAlarms{{Impl: "setnx", Plans: 10, Claims: campaign.ClaimCount{Held: 30, Undecided: 2}}}, ClaimedPairs: 30}
+		FalseAlarms: []detection.FalseAlarms{{Impl: "setnx", Plans: 10, Claims: campaign.ClaimCount{Held: 30, Undecided: 2}}}, ClaimedPairs: 30,
+		Faulted: []detection.FamilyAlarms{{Family: "renewal", Plans: 10, Claims: campaign.ClaimCount{Held: 31, Violated: 1}}}}
 	if err := WriteDetectionIndex(dir, r, "locklab detection "+hostile); err != nil {
 		t.Fatal(err)
 	}
 	root := readIndex(t, dir)
-	if v := root.byID(t, "verdict"); !v.hasClass("fail") || !strings.Contains(v.text.String(), "0 of 1 classes found by every seed, 0 false alarms") {
+	if v := root.byID(t, "verdict"); !v.hasClass("fail") || !strings.Contains(v.text.String(), "0 of 1 classes found by every seed, 1 false alarms") {
 		t.Errorf("verdict %q", v.text.String())
 	}
 	if !strings.Contains(root.byID(t, "intro").text.String(), "locklab detection "+hostile) {
@@ -455,8 +456,13 @@ func TestDetectionIndex(t *testing.T) {
 		t.Errorf("false-alarm table: %d rows", len(fa))
 	}
 
+	ff := root.byID(t, "faulted-false-alarms").rows("data-impl")
+	if len(ff) != 1 || !slices.Equal(ff[0].hrefs("campaign"), []string{"faulted/renewal/1/index.html"}) || !ff[0].hasClass("safe") {
+		t.Errorf("false alarms under faults: %d rows", len(ff))
+	}
+
 	b := browsertest.Open(t, filepath.Join(dir, IndexFile))
-	b.MustHave("table#detections tr[data-class]", "td.first-detection a.timeline", "td.searches a.campaign", "table#false-alarms")
+	b.MustHave("table#detections tr[data-class]", "td.first-detection a.timeline", "td.searches a.campaign", "table#false-alarms", "table#faulted-false-alarms")
 	b.Screenshot()
 }
 

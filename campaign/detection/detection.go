@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/campaign/expect"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
@@ -31,7 +33,12 @@ type Options struct {
 	ClaimedPairs int
 	// Impls are the correct implementations whose false alarms are counted; empty: every
 	// correct implementation of the registry.
-	Impls    []string
+	Impls []string
+	// NoFaultFree skips the fault-free false alarms (Families alone, say).
+	NoFaultFree bool
+	// Families are the rule families (Families) whose false alarms under faults are
+	// counted, each until ClaimedPairs pairs that its rules claim were decided.
+	Families []string
 	Parallel int    // plans at once within a search; 0: 1
 	Out      string // output directory (required)
 	// Shrink shrinks the first seed's detection of each class, to report how small the
@@ -69,6 +76,57 @@ type FalseAlarms struct {
 	Claims campaign.ClaimCount `json:"claims"`
 }
 
+// Family is a family of expectation rules whose claims under faults are put to the
+// test: random plans of its space, counting the (plan, property) pairs its rules claim.
+type Family struct {
+	Name        string
+	Description string
+	Rules       []string // rules of campaign/expect
+	Space       campaign.Space
+}
+
+// Families are the rule families whose false alarms under faults can be counted: where
+// the rules claim a property through a fault that breaks it without their precondition.
+func Families() []Family {
+	return []Family{{
+		Name: "fencing-full", Rules: []string{"full-fencing-single-server"},
+		Description: "P2 of fenced with fencing full on one server, under client pauses and slow links (slow writes among them)",
+		Space:       campaign.Space{Impls: []string{"fenced"}, Fencings: []string{"full"}, Faults: []string{"client-pause", "net-latency"}, MinFaults: 1},
+	}, {
+		Name: "renewal", Rules: []string{"renewal-outlives-a-thread-pause"},
+		Description: "P1 and P2 of the renewing locks (watchdog, rueidislock, etcd) under thread pauses of their careful clients",
+		Space:       campaign.Space{Impls: []string{"watchdog", "rueidislock", "etcd"}, Faults: []string{"client-pause"}, MinFaults: 1},
+	}, {
+		Name: "etcd-fences", Rules: []string{"fences-consensus"},
+		Description: "P3 of etcd's lock, in and out of process, under member crashes and partitions (links black-holed, between members too)",
+		Space:       campaign.Space{Impls: []string{"etcd", "etcd-process"}, Faults: []string{"server-crash", "net-blackhole"}, MinFaults: 1},
+	}}
+}
+
+// FamilyByName is the family called name.
+func FamilyByName(name string) (Family, error) {
+	for _, f := range Families() {
+		if f.Name == name {
+			return f, nil
+		}
+	}
+	var names []string
+	for _, f := range Families() {
+		names = append(names, f.Name)
+	}
+	return Family{}, fmt.Errorf("no rule family %q (families: %v)", name, names)
+}
+
+// FamilyAlarms is one family's false-alarm count under faults: the pairs its rules
+// claimed, from how many plans, and how many were violated.
+type FamilyAlarms struct {
+	Family string              `json:"family"`
+	Rules  []string            `json:"rules"`
+	Plans  int                 `json:"plans"`
+	Errors int                 `json:"errors"`
+	Claims campaign.ClaimCount `json:"claims"`
+}
+
 // Result is the whole benchmark.
 type Result struct {
 	Started   time.Time     `json:"started"`
@@ -79,10 +137,12 @@ type Result struct {
 	Rows      []Row         `json:"rows"`
 	// FalseAlarms is, per correct implementation, what its fault-free calm plans showed
 	// on the pairs the rules claim.
-	FalseAlarms  []FalseAlarms `json:"false_alarms"`
-	ClaimedPairs int           `json:"claimed_pairs"` // the target per implementation
-	GoVersion    string        `json:"go_version"`
-	Interrupted  bool          `json:"interrupted,omitempty"`
+	FalseAlarms []FalseAlarms `json:"false_alarms"`
+	// Faulted is, per rule family, what faulted plans showed on the pairs its rules claim.
+	Faulted      []FamilyAlarms `json:"faulted,omitempty"`
+	ClaimedPairs int            `json:"claimed_pairs"` // the target per implementation and per family
+	GoVersion    string         `json:"go_version"`
+	Interrupted  bool           `json:"interrupted,omitempty"`
 }
 
 func (o Options) withDefaults() Options {
@@ -118,6 +178,11 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		}
 		if impl.Mutant {
 			return Result{}, fmt.Errorf("detection: %s is a mutant: false alarms are counted on correct implementations only", name)
+		}
+	}
+	for _, name := range o.Families {
+		if _, err := FamilyByName(name); err != nil {
+			return Result{}, fmt.Errorf("detection: %w", err)
 		}
 	}
 	var classes []campaign.Class
@@ -179,11 +244,30 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	res.ClaimedPairs = max(o.ClaimedPairs, 0)
 	for _, impl := range o.Registry.List() {
-		if impl.Mutant || o.ClaimedPairs < 0 || (len(o.Impls) > 0 && !slices.Contains(o.Impls, impl.Name)) {
+		if impl.Mutant || o.ClaimedPairs < 0 || o.NoFaultFree || (len(o.Impls) > 0 && !slices.Contains(o.Impls, impl.Name)) {
 			continue
 		}
-		fa, err := falseAlarms(ctx, o, impl)
+		fa := FalseAlarms{Impl: impl.Name}
+		space := campaign.Space{Impls: []string{impl.Name}, Faults: []string{campaign.NoFaults}, Calm: true}
+		var err error
+		fa.Plans, fa.Errors, fa.Claims, err = untilDecided(ctx, o, "fault-free "+impl.Name, filepath.Join(o.Out, FaultFreeDir, impl.Name), space, nil)
 		res.FalseAlarms = append(res.FalseAlarms, fa)
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	for _, name := range o.Families {
+		f, _ := FamilyByName(name) // checked above
+		fa := FamilyAlarms{Family: f.Name, Rules: f.Rules}
+		var err error
+		if o.ClaimedPairs > 0 {
+			fa.Plans, fa.Errors, fa.Claims, err = untilDecided(ctx, o, "family "+f.Name, filepath.Join(o.Out, FaultedDir, f.Name), f.Space, f.Rules)
+		}
+		res.Faulted = append(res.Faulted, fa)
 		if ctx.Err() != nil {
 			res.Interrupted = true
 			return res, nil
@@ -195,40 +279,80 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	return res, nil
 }
 
-// falseAlarms runs fault-free calm plans of impl, where the rules claim every property,
-// in batches until the checkers decided o.ClaimedPairs claimed pairs. A batch is sized
-// from what the last one yielded; a batch that decides nothing ends it.
-func falseAlarms(ctx context.Context, o Options, impl lockimpl.Impl) (FalseAlarms, error) {
-	fa := FalseAlarms{Impl: impl.Name}
-	space := campaign.Space{Impls: []string{impl.Name}, Faults: []string{campaign.NoFaults}, Calm: true}
-	perPlan := 4.0 // P1, P2, P3, L1; fewer when a property has nothing to check
-	for batch := 0; fa.Claims.Decided() < o.ClaimedPairs; batch++ {
-		left := o.ClaimedPairs - fa.Claims.Decided()
+// Where Run puts the campaigns of the false-alarm counts: <dir>/<impl or family>/<seed>.
+const (
+	FaultFreeDir = "fault-free"
+	FaultedDir   = "faulted"
+)
+
+// untilDecided runs campaigns of space in batches until the checkers decided
+// o.ClaimedPairs (plan, property) pairs that rules claim (any rule when rules is nil, else
+// those named), and counts them. A batch is sized from what the last one yielded; a batch
+// that decides nothing ends it with an error: its space yields no claim.
+func untilDecided(ctx context.Context, o Options, what, dir string, space campaign.Space, rules []string) (plans, errs int, claims campaign.ClaimCount, err error) {
+	perPlan := 4.0 // P1, P2, P3, L1; fewer when a property has nothing to check or no claim
+	last := 0      // plans of the last batch; the next has at most 4 times as many (a small sample's estimate overshoots)
+	for batch := 0; claims.Decided() < o.ClaimedPairs; batch++ {
+		left := o.ClaimedPairs - claims.Decided()
 		seed := o.Seed + int64(batch)
+		runs := int(float64(left)/perPlan) + 1
+		if last > 0 {
+			runs = min(runs, 4*last)
+		}
+		var mu sync.Mutex
+		var got campaign.ClaimCount
 		sum, err := campaign.Search(ctx, campaign.SearchOptions{
-			Registry: o.Registry, Space: space, Seed: seed, MaxRuns: int(float64(left)/perPlan) + 1,
-			Parallel: o.Parallel, Out: filepath.Join(o.Out, "fault-free", impl.Name, fmt.Sprint(seed)), SafeOnly: true, Confirm: -1, Render: o.Render,
+			Registry: o.Registry, Space: space, Seed: seed, MaxRuns: runs,
+			Parallel: o.Parallel, Out: filepath.Join(dir, fmt.Sprint(seed)), SafeOnly: true, Confirm: -1, Render: o.Render,
+			Checked: func(p plan.Plan, r lin.Result) {
+				c := claimed(o.Registry, p, r, rules)
+				mu.Lock()
+				got.Add(c)
+				mu.Unlock()
+			},
 		})
 		if ctx.Err() != nil {
-			return fa, nil
+			return plans, errs, claims, nil
 		}
 		if err != nil {
-			return fa, fmt.Errorf("fault-free campaign on %s, seed %d: %w", impl.Name, seed, err)
+			return plans, errs, claims, fmt.Errorf("%s campaign, seed %d: %w", what, seed, err)
 		}
-		got := sum.Claims[impl.Name]
-		fa.Plans += sum.Runs
-		fa.Errors += sum.Errors
-		fa.Claims.Add(got)
-		o.progress("fault-free %s seed %d: %d plans, %d claimed pairs decided (%d violated, %d undecided), %d errors",
-			impl.Name, seed, sum.Runs, got.Decided(), got.Violated, got.Undecided, sum.Errors)
-		if got.Decided() == 0 {
-			return fa, fmt.Errorf("fault-free campaign on %s, seed %d: no claimed pair decided in %d plans (%d errors)", impl.Name, seed, sum.Runs, sum.Errors)
-		}
-		if sum.Runs > 0 {
-			perPlan = max(float64(got.Decided())/float64(sum.Runs), 1)
+		plans, errs, last = plans+sum.Runs, errs+sum.Errors, max(sum.Runs, 1)
+		claims.Add(got)
+		o.progress("%s seed %d: %d plans, %d claimed pairs decided (%d violated, %d undecided), %d errors, %d perturbed",
+			what, seed, sum.Runs, got.Decided(), got.Violated, got.Undecided, sum.Errors, sum.Perturbed)
+		switch {
+		case got.Decided() == 0 && sum.Runs >= 20:
+			return plans, errs, claims, fmt.Errorf("%s campaign, seed %d: no claimed pair decided in %d plans (%d errors)", what, seed, sum.Runs, sum.Errors)
+		case got.Decided() == 0:
+			perPlan /= 4 // a few plans may all miss the rules' preconditions: a larger batch
+		case sum.Runs > 0:
+			perPlan = max(float64(got.Decided())/float64(sum.Runs), 0.1)
 		}
 	}
-	return fa, nil
+	return plans, errs, claims, nil
+}
+
+// claimed counts the pairs of a checked run that rules claim (any rule when rules is
+// nil): one per property, however many of them claim it.
+func claimed(reg *lockimpl.Registry, p plan.Plan, r lin.Result, rules []string) campaign.ClaimCount {
+	var c campaign.ClaimCount
+	impl, err := reg.Get(p.Impl)
+	if err != nil {
+		return c // the generator draws registered names only
+	}
+	props := map[lin.Property]bool{}
+	for _, cl := range expect.Claims(p, impl) {
+		if rules == nil || slices.Contains(rules, cl.Rule) {
+			props[cl.Property] = true
+		}
+	}
+	for _, pr := range r.Properties {
+		if props[pr.Property] {
+			c.Count(pr.Verdict)
+		}
+	}
+	return c
 }
 
 func (o Options) progress(format string, args ...any) {
@@ -245,4 +369,21 @@ func shrunkDetection(sum *campaign.Summary, class string) *campaign.Failure {
 		}
 	}
 	return nil
+}
+
+// Shortfalls is what fails the benchmark: the classes some seed missed, as
+// "class (found/seeds)", and the false alarms, fault-free and under faults.
+func (r Result) Shortfalls() (missed []string, alarms int) {
+	for _, row := range r.Rows {
+		if row.Found < row.Seeds {
+			missed = append(missed, fmt.Sprintf("%s (%d/%d)", row.Class, row.Found, row.Seeds))
+		}
+	}
+	for _, fa := range r.FalseAlarms {
+		alarms += fa.Claims.Violated
+	}
+	for _, fa := range r.Faulted {
+		alarms += fa.Claims.Violated
+	}
+	return missed, alarms
 }

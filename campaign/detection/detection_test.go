@@ -2,11 +2,17 @@ package detection
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/campaign/expect"
 	"github.com/locklab/locklab/cluster/clustertest"
+	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/locks"
+	"github.com/locklab/locklab/plan"
 )
 
 // TestDetectionCountsConfirmedDetectionsAndClaimedPairs: a class search finds the
@@ -36,5 +42,69 @@ func TestDetectionCountsConfirmedDetectionsAndClaimedPairs(t *testing.T) {
 	// setnx grants no fences: P3 has nothing to check, so a plan decides at most 3 pairs.
 	if fa.Claims.Decided()+fa.Claims.Undecided > 3*fa.Plans {
 		t.Errorf("setnx: %d pairs from %d plans", fa.Claims.Decided()+fa.Claims.Undecided, fa.Plans)
+	}
+}
+
+// TestFamiliesClaimWhatTheyCount: every family names rules that exist, and the plans its
+// space draws (no server needed) give its rules claims often enough to count them.
+func TestFamiliesClaimWhatTheyCount(t *testing.T) {
+	reg := locks.All()
+	rules := map[string]bool{}
+	for _, r := range expect.Rules() {
+		rules[r.Name] = true
+	}
+	for _, f := range Families() {
+		for _, r := range f.Rules {
+			if !rules[r] {
+				t.Errorf("family %s: no rule %s in campaign/expect", f.Name, r)
+			}
+		}
+		gen, err := campaign.PlanGen(reg, f.Space)
+		if err != nil {
+			t.Fatalf("family %s: %v", f.Name, err)
+		}
+		const n = 200
+		withClaims := 0
+		for i := range n {
+			p := campaign.PlanAt(gen, 1, i)
+			impl, _ := reg.Get(p.Impl)
+			for _, c := range expect.Claims(p, impl) {
+				if slices.Contains(f.Rules, c.Rule) {
+					withClaims++
+					break
+				}
+			}
+		}
+		t.Logf("family %s: %d of %d plans drawn have a claim of its rules", f.Name, withClaims, n)
+		if withClaims < n/10 {
+			t.Errorf("family %s: only %d of %d plans drawn have a claim of its rules", f.Name, withClaims, n)
+		}
+	}
+	if _, err := FamilyByName("no-such-family"); err == nil || !strings.Contains(err.Error(), "fencing-full") {
+		t.Errorf("FamilyByName of an unknown name: %v, want an error listing the families", err)
+	}
+}
+
+// TestClaimedCountsTheFamilysRulesOnly: a run's pairs count for a family only where its
+// rules claim them, once per property, n/a never; Shortfalls adds faulted false alarms.
+func TestClaimedCountsTheFamilysRulesOnly(t *testing.T) {
+	reg := locks.All()
+	p := plan.Default()
+	p.Impl, p.Fencing = "fenced", "full"
+	p.Faults = []plan.FaultSpec{{Kind: "client-pause", Target: "client:0", Point: "before-write", Duration: plan.D(time.Second)}}
+	r := lin.Result{Properties: []lin.PropertyResult{
+		{Property: lin.P1, Verdict: lin.Illegal}, {Property: lin.P2, Verdict: lin.OK},
+		{Property: lin.P3, Verdict: lin.Illegal}, {Property: lin.L1, Verdict: lin.Unknown},
+	}}
+	if got := claimed(reg, p, r, []string{"full-fencing-single-server"}); got != (campaign.ClaimCount{Held: 1}) {
+		t.Errorf("fencing-full's rule: %+v, want P2 held alone", got)
+	}
+	// Any rule: P2 (full fencing), P3 (fences), L1 (progress); P1 is claimed by none.
+	if got := claimed(reg, p, r, nil); got != (campaign.ClaimCount{Held: 1, Violated: 1, Undecided: 1}) {
+		t.Errorf("any rule: %+v, want P2 held, P3 violated, L1 undecided", got)
+	}
+	res := Result{Faulted: []FamilyAlarms{{Family: "renewal", Claims: campaign.ClaimCount{Violated: 2}}}, FalseAlarms: []FalseAlarms{{Claims: campaign.ClaimCount{Violated: 1}}}}
+	if missed, alarms := res.Shortfalls(); len(missed) != 0 || alarms != 3 {
+		t.Errorf("Shortfalls: %v, %d; want none missed, 3 alarms", missed, alarms)
 	}
 }

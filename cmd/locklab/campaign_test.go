@@ -43,6 +43,8 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"detection", "--impl", "check-then-set", "--out", dir}, "flag --impl: check-then-set is a mutant"},
 		{[]string{"detection", "--impl", "nope", "--out", dir}, `flag --impl: unknown lock implementation "nope"`},
 		{[]string{"detection", "--marker", "a b", "--out", dir}, "flag --marker:"},
+		{[]string{"detection", "--families", "nope", "--out", dir}, `flag --families: no rule family "nope"`},
+		{[]string{"detection", "--seeds", "0", "--fault-free=false", "--out", dir}, "nothing to measure"},
 		{[]string{"bench", "jobs", "--workers", "0", "--out", dir}, "flag --workers: want at least 1"},
 		{[]string{"bench", "jobs", "--impl", "nope", "--out", dir}, `flag --impl: unknown lock implementation "nope"`},
 		{[]string{"bench", "jobs", "--on-taken", "later", "--out", dir}, `flag --on-taken: want drop or retry`},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
-	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/internal/mdblock"
 	"github.com/locklab/locklab/report"
 )
@@ -25,11 +23,12 @@ var markerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 
 func newDetectionCmd() *cobra.Command {
 	var (
-		o              detection.Options
-		classes, impls []string
-		markdown       string
-		marker         string
-		seeds, claimed int // as typed; commandLine reprints the flags, so never rewrite them
+		o                        detection.Options
+		classes, impls, families []string
+		markdown                 string
+		marker                   string
+		seeds, claimed           int // as typed; commandLine reprints the flags, so never rewrite them
+		faultFree                bool
 	)
 	cmd := &cobra.Command{
 		Use:   "detection",
@@ -42,9 +41,12 @@ median and worst time and number of plans to the first confirmed detection, the 
 size of the first seed's counterexample (with --shrink), the detections that did not
 reproduce, and per correct implementation the false alarms of fault-free calm plans,
 run until --claimed-pairs (plan, property) pairs that an expectation rule claims were
-decided (--impl: of these only). --seeds 0 measures false alarms only. It writes
-detection.json, detection.md and index.html (the tables, linking each search's own
-index.html in <class>/<seed>/ and fault-free/<impl>/<seed>/, and the run of each first
+decided (--impl: of these only; --fault-free=false: none). --families counts false
+alarms under faults: per rule family (fencing-full, renewal, etcd-fences; all), random
+plans with its faults until --claimed-pairs pairs that its rules claim were decided.
+--seeds 0 measures false alarms only. It writes detection.json, detection.md and
+index.html (the tables, linking each search's own index.html in <class>/<seed>/,
+fault-free/<impl>/<seed>/ and faulted/<family>/<seed>/, and the run of each first
 detection) to --out; with --markdown FILE the table replaces what is between the
 lines <!-- MARKER:begin --> and <!-- MARKER:end --> in FILE (--marker, default
 detection).
@@ -53,7 +55,8 @@ Exit status: 0 every class was found by every seed and there was no false alarm,
 class was missed or a false alarm seen, 2 an error or an interruption.`,
 		Example: `  locklab detection --seeds 10 --shrink --markdown BENCHMARKS.md
   locklab detection --class pause-past-ttl,check-then-set --seeds 3
-  locklab detection --seeds 0 --impl seed-withlock --parallel 4`,
+  locklab detection --seeds 0 --impl seed-withlock --parallel 4
+  locklab detection --seeds 0 --fault-free=false --families all --claimed-pairs 30`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !markerName.MatchString(marker) {
@@ -85,9 +88,22 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 				}
 				o.Impls = append(o.Impls, name)
 			}
-			o.Registry = reg
-			if seeds == 0 && claimed == 0 {
-				return &statusError{exitError, errors.New("flags --seeds 0 and --claimed-pairs 0: nothing to measure")}
+			names := campaignTrim(families) // families as typed: commandLine reprints it
+			if len(names) == 1 && names[0] == "all" {
+				names = nil
+				for _, f := range detection.Families() {
+					names = append(names, f.Name)
+				}
+			}
+			for _, name := range names {
+				if _, err := detection.FamilyByName(name); err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --families: %w", err)}
+				}
+				o.Families = append(o.Families, name)
+			}
+			o.Registry, o.NoFaultFree = reg, !faultFree
+			if seeds == 0 && (claimed == 0 || !faultFree && len(o.Families) == 0) {
+				return &statusError{exitError, errors.New("flags --seeds 0 and --claimed-pairs 0 (or --fault-free=false without --families): nothing to measure")}
 			}
 			o.Seeds = seeds
 			if seeds == 0 {
@@ -109,17 +125,8 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			md := report.DetectionMarkdown(res, commandLine(cmd))
-			if err := os.MkdirAll(o.Out, 0o755); err != nil {
-				return &statusError{exitError, err}
-			}
-			if err := jsonfile.Write(filepath.Join(o.Out, "detection.json"), res); err != nil {
-				return &statusError{exitError, err}
-			}
-			if err := os.WriteFile(filepath.Join(o.Out, "detection.md"), []byte(md), 0o644); err != nil {
-				return &statusError{exitError, err}
-			}
-			if err := report.WriteDetectionIndex(o.Out, res, commandLine(cmd)); err != nil {
+			md, err := report.WriteDetection(o.Out, res, commandLine(cmd))
+			if err != nil {
 				return &statusError{exitError, err}
 			}
 			fmt.Fprint(cmd.OutOrStdout(), md)
@@ -131,17 +138,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 					return &statusError{exitError, err}
 				}
 			}
-			var missed []string
-			for _, r := range res.Rows {
-				if r.Found < r.Seeds {
-					missed = append(missed, fmt.Sprintf("%s (%d/%d)", r.Class, r.Found, r.Seeds))
-				}
-			}
-			alarms := 0
-			for _, fa := range res.FalseAlarms {
-				alarms += fa.Claims.Violated
-			}
-			if len(missed) > 0 || alarms > 0 {
+			if missed, alarms := res.Shortfalls(); len(missed) > 0 || alarms > 0 {
 				return &statusError{exitViolation, fmt.Errorf("missed: %s; false alarms: %d", strings.Join(missed, ", "), alarms)}
 			}
 			return nil
@@ -154,7 +151,9 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 	f.StringVar(&marker, "marker", "detection", "with --markdown: the name in the markers <!-- NAME:begin --> and <!-- NAME:end -->")
 	f.Int64Var(&o.Seed, "seed", 1, "the first seed")
 	f.IntVar(&o.MaxRuns, "max-runs", 60, "plans per class search at most")
-	f.IntVar(&claimed, "claimed-pairs", 1000, "per correct implementation, claimed (plan, property) pairs to decide in fault-free calm plans, for false alarms (0: skip)")
+	f.IntVar(&claimed, "claimed-pairs", 1000, "per correct implementation (fault-free calm plans) and per --families family, claimed (plan, property) pairs to decide, for false alarms (0: skip)")
+	f.StringSliceVar(&families, "families", nil, "rule families whose false alarms under faults are counted: fencing-full, renewal, etcd-fences, or all (default: none)")
+	f.BoolVar(&faultFree, "fault-free", true, "count the false alarms of fault-free calm plans")
 	f.IntVar(&o.Parallel, "parallel", 1, "plans at once within a search")
 	f.BoolVar(&o.Shrink, "shrink", false, "shrink the first seed's detection of each class")
 	f.DurationVar(&o.ShrinkTime, "shrink-time", 0, "time to spend shrinking one detection (0: the campaign default)")
