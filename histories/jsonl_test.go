@@ -70,6 +70,9 @@ func TestReadHistoryRejectsMalformed(t *testing.T) {
 		{"bad kind", hdr + "\n" + lines[1] + "\n" + `{"process":0,"key":"k","kind":"steal","outcome":"ok"}` + "\n", 3, `unknown kind "steal"`},
 		{"return before call", hdr + "\n" + `{"process":0,"key":"k","kind":"read","outcome":"ok","call":5,"return":4}` + "\n", 2, "before call time"},
 		{"two values", hdr + "\n" + lines[1] + lines[1] + "\n", 2, "more than one value"},
+		{"trailing brace", hdr + "\n" + lines[1] + " }\n", 2, "more than one value"},
+		{"trailing bracket", hdr + "\n" + lines[1] + "]\n", 2, "more than one value"},
+		{"trailing brace after the header", `{"locklab":"history","version":1,"meta":{"fencing":"off"}}}` + "\n", 1, "bad header"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -173,4 +176,15 @@ func FuzzReadFaults(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadFaultsRejectsTrailingData: a window line with anything after its value (a
+// stray brace, which encoding/json's More does not see) is an error naming file and line.
+func TestReadFaultsRejectsTrailingData(t *testing.T) {
+	in := `{"locklab":"faults","version":1}` + "\n" + `{"kind":"client-pause","target":"client 0","start":1,"end":2} }` + "\n"
+	_, err := ReadFaults(strings.NewReader(in), "f.jsonl")
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.File != "f.jsonl" || pe.Line != 2 || !strings.Contains(pe.Reason, "more than one value") {
+		t.Fatalf("err = %v, want f.jsonl:2: ...more than one value...", err)
+	}
 }
