@@ -96,6 +96,9 @@ func readHistory(r io.Reader, name string, capacity int) (Meta, []Op, error) {
 		if meta.TTL < 0 {
 			return fmt.Errorf("negative ttl %s in header", meta.TTL)
 		}
+		if meta.ExpiryLag < 0 {
+			return fmt.Errorf("negative expiry_lag %s in header", meta.ExpiryLag)
+		}
 		return nil
 	}, func(line []byte) error {
 		// Decoded in place: an Op on its own would escape to the heap, once per line.

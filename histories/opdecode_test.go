@@ -57,6 +57,7 @@ func FuzzOpDecoder(f *testing.F) {
 	f.Add([]byte(` { "process" : -3 , "output" : { "nodes" : [ ] } , "input":{"ttl":0} } `))
 	f.Add([]byte(`{"call":9223372036854775807,"return":-9223372036854775807}`))
 	f.Add([]byte(`{"process":1} }`))
+	f.Add([]byte(`{"kind":"acquire","output":{"granted":1000000000,"validity":5}}`))
 	f.Add([]byte(`{"process":1}]`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var fast, slow Op

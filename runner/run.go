@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/etcd"
 	"github.com/locklab/locklab/cluster/faketime"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/histories"
@@ -257,6 +258,9 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	p := r.Plan
 	meta := histories.Meta{Fencing: string(r.Fencing), TTL: p.TTL.D(), Impl: r.Impl.Name, Seed: p.Seed}
 	meta.Topology, meta.Renews, meta.Persistence = cl.Topology.String(), r.Impl.Renews, string(r.Persistence)
+	if cl.Topology.Kind == cluster.Etcd {
+		meta.ExpiryLag = etcd.RevokeTick // Redis expires a key on the first access after its TTL: never late
+	}
 	for _, n := range cl.Lock {
 		meta.Servers = append(meta.Servers, n.Name())
 	}
