@@ -157,7 +157,7 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 	}
 	err = keep(opts, h, &rep, copts)
 	if runErr != nil {
-		return rep, errors.Join(fmt.Errorf("%w after %s (history saved and checked): %w",
+		return rep, errors.Join(fmt.Errorf("%w after %s (the history recorded until then is kept and checked): %w",
 			ErrEndedEarly, x.ran.Round(time.Millisecond), runErr), err)
 	}
 	return rep, err
