@@ -96,6 +96,9 @@ func readHistory(r io.Reader, name string, capacity int) (Meta, []Op, error) {
 		if meta.TTL < 0 {
 			return fmt.Errorf("negative ttl %s in header", meta.TTL)
 		}
+		if meta.ExpiryLag < 0 {
+			return fmt.Errorf("negative expiry_lag %s in header", meta.ExpiryLag)
+		}
 		return nil
 	}, func(line []byte) error {
 		// Decoded in place: an Op on its own would escape to the heap, once per line.
@@ -187,10 +190,20 @@ func decodeStrict(line []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("bad JSON: %w", err)
 	}
-	if dec.More() {
-		return errors.New("bad JSON: more than one value on the line")
+	// dec.More says false before a stray '}' or ']', so the rest of the line is looked
+	// at itself: anything but spaces after the value is an error.
+	if rest := bytes.TrimSpace(line[dec.InputOffset():]); len(rest) > 0 {
+		return fmt.Errorf("bad JSON: more than one value on the line (%q after it)", clip(rest, 20))
 	}
 	return nil
+}
+
+// clip is b cut to at most n bytes, for quoting in an error.
+func clip(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
 }
 
 // Save writes history.jsonl and faults.jsonl into dir.

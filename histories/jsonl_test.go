@@ -13,9 +13,9 @@ import (
 
 func sampleHistory() History {
 	return History{
-		Meta: Meta{Fencing: "full", TTL: 500 * time.Millisecond, Impl: "fenced", Seed: 7, Servers: []string{"lock-0", "lock-1", "lock-2"}},
+		Meta: Meta{Fencing: "full", TTL: 500 * time.Millisecond, Impl: "fenced", Seed: 7, Servers: []string{"lock-0", "lock-1", "lock-2"}, ExpiryLag: 500 * time.Millisecond},
 		Ops: []Op{
-			{Process: 0, Client: 0, Key: "k", Kind: Acquire, Input: Input{TTL: 500 * time.Millisecond}, Output: Output{Token: "t1", Fence: 1, Validity: 499 * time.Millisecond, Nodes: []int{0, 2}}, Outcome: OK, Call: 10, Return: 20},
+			{Process: 0, Client: 0, Key: "k", Kind: Acquire, Input: Input{TTL: 500 * time.Millisecond}, Output: Output{Token: "t1", Fence: 1, Validity: 499 * time.Millisecond, Granted: time.Second, Nodes: []int{0, 2}}, Outcome: OK, Call: 10, Return: 20},
 			{Process: 0, Client: 0, Key: "k", Kind: Read, Input: Input{Fence: 1}, Output: Output{Value: 0}, Outcome: OK, Call: 30, Return: 40},
 			{Process: 0, Client: 0, Key: "k", Kind: Write, Input: Input{Fence: 1, Value: 1, Base: 0}, Outcome: Unknown, Output: Output{Error: "i/o timeout"}, Call: 50, Return: 60},
 			{Process: 1, Client: 0, Key: "k", Kind: Crash, Outcome: OK, Call: 70, Return: 70},
@@ -65,11 +65,16 @@ func TestReadHistoryRejectsMalformed(t *testing.T) {
 		{"not json", "hello\n", 1, "bad header"},
 		{"wrong kind", `{"locklab":"faults","version":1}` + "\n", 1, "not a locklab history file"},
 		{"future version", `{"locklab":"history","version":99,"meta":{"fencing":"off"}}` + "\n", 1, "format version 99"},
+		{"negative expiry lag", `{"locklab":"history","version":1,"meta":{"fencing":"off","expiry_lag":-1}}` + "\n", 1, "negative expiry_lag"},
 		{"bad fencing", `{"locklab":"history","version":1,"meta":{"fencing":"maybe"}}` + "\n", 1, `unknown fencing mode "maybe"`},
 		{"unknown field", hdr + "\n" + `{"process":0,"key":"k","kind":"read","outcome":"ok","bogus":1}` + "\n", 2, "unknown field"},
 		{"bad kind", hdr + "\n" + lines[1] + "\n" + `{"process":0,"key":"k","kind":"steal","outcome":"ok"}` + "\n", 3, `unknown kind "steal"`},
+		{"negative granted lease", hdr + "\n" + `{"process":0,"key":"k","kind":"acquire","outcome":"ok","output":{"granted":-1}}` + "\n", 2, "negative granted lease"},
 		{"return before call", hdr + "\n" + `{"process":0,"key":"k","kind":"read","outcome":"ok","call":5,"return":4}` + "\n", 2, "before call time"},
 		{"two values", hdr + "\n" + lines[1] + lines[1] + "\n", 2, "more than one value"},
+		{"trailing brace", hdr + "\n" + lines[1] + " }\n", 2, "more than one value"},
+		{"trailing bracket", hdr + "\n" + lines[1] + "]\n", 2, "more than one value"},
+		{"trailing brace after the header", `{"locklab":"history","version":1,"meta":{"fencing":"off"}}}` + "\n", 1, "bad header"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -173,4 +178,15 @@ func FuzzReadFaults(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadFaultsRejectsTrailingData: a window line with anything after its value (a
+// stray brace, which encoding/json's More does not see) is an error naming file and line.
+func TestReadFaultsRejectsTrailingData(t *testing.T) {
+	in := `{"locklab":"faults","version":1}` + "\n" + `{"kind":"client-pause","target":"client 0","start":1,"end":2} }` + "\n"
+	_, err := ReadFaults(strings.NewReader(in), "f.jsonl")
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.File != "f.jsonl" || pe.Line != 2 || !strings.Contains(pe.Reason, "more than one value") {
+		t.Fatalf("err = %v, want f.jsonl:2: ...more than one value...", err)
+	}
 }

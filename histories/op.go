@@ -94,7 +94,11 @@ type Output struct {
 	Fence    int64         `json:"fence,omitempty"`    // acquire: fencing token granted (0 = none)
 	Value    int64         `json:"value,omitempty"`    // read: the value read
 	Validity time.Duration `json:"validity,omitempty"` // acquire, extend: validity the implementation reported
-	Error    string        `json:"error,omitempty"`    // fail, unknown: why
+	// Granted, for an acquire or extend, is the lease the servers granted when the client
+	// learnt it and it may differ from Input.TTL (etcd grants whole seconds, at least 1):
+	// how long the lease may live. 0: not reported, the lease is the TTL asked for.
+	Granted time.Duration `json:"granted,omitempty"`
+	Error   string        `json:"error,omitempty"` // fail, unknown: why
 	// Nodes, for an acquire ok of a lock on several servers (Redlock), are the servers
 	// that granted it (indices into Meta.Servers), when the implementation says.
 	Nodes []int `json:"nodes,omitempty"`
@@ -134,6 +138,8 @@ func (op Op) Validate() error {
 		return fmt.Errorf("return time %d before call time %d", op.Return, op.Call)
 	case op.Input.TTL < 0:
 		return fmt.Errorf("negative ttl %s", op.Input.TTL)
+	case op.Output.Granted < 0:
+		return fmt.Errorf("negative granted lease %s", op.Output.Granted)
 	}
 	return nil
 }
@@ -209,6 +215,10 @@ type Meta struct {
 	// Persistence of the lock servers (none, aof-everysec, aof-always; "" unsaid): whether
 	// a server crash loses the leases it held.
 	Persistence string `json:"persistence,omitempty"`
+	// ExpiryLag is how late the lock servers may free a lease once it expired (etcd
+	// revokes expired leases on a 500 ms tick): L1 allows it beside its slack. 0 for
+	// Redis, and in histories written before it was recorded.
+	ExpiryLag time.Duration `json:"expiry_lag,omitempty"`
 }
 
 // History is a whole run's record.

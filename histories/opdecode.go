@@ -87,6 +87,8 @@ func (d *opDecoder) outputField(p *parser, name []byte, out *Output) bool {
 		return p.int64(&out.Value)
 	case "validity":
 		return p.duration(&out.Validity)
+	case "granted":
+		return p.duration(&out.Granted)
 	case "error":
 		return p.interned(d, &out.Error)
 	case "nodes":

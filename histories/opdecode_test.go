@@ -40,7 +40,7 @@ func TestOpDecoderDeclinesWhatItDoesNotKnow(t *testing.T) {
 	for _, line := range []string{
 		`{"key":"k\u00e9"}`, `{"key":"é"}`, `{"Process":1}`, `{"process":1.5}`, `{"process":1e3}`,
 		`{"process":01}`, `{"process":99999999999999999999}`, `{"input":null}`, `{"bogus":1}`,
-		`{"process":1} {}`, `{"process":1,}`, `{"output":{"nodes":[1,]}}`, `{"key":"a` + "\t" + `"}`,
+		`{"process":1} {}`, `{"process":1} }`, `{"process":1}]`, `{"process":1,}`, `{"output":{"nodes":[1,]}}`, `{"key":"a` + "\t" + `"}`,
 	} {
 		var op Op
 		if newOpDecoder().decode([]byte(line), &op) {
@@ -56,6 +56,9 @@ func FuzzOpDecoder(f *testing.F) {
 	}
 	f.Add([]byte(` { "process" : -3 , "output" : { "nodes" : [ ] } , "input":{"ttl":0} } `))
 	f.Add([]byte(`{"call":9223372036854775807,"return":-9223372036854775807}`))
+	f.Add([]byte(`{"process":1} }`))
+	f.Add([]byte(`{"kind":"acquire","output":{"granted":1000000000,"validity":5}}`))
+	f.Add([]byte(`{"process":1}]`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var fast, slow Op
 		if !newOpDecoder().decode(line, &fast) {

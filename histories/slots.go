@@ -18,7 +18,7 @@ type slot struct {
 	lens                       [6]uint16 // its strings' lengths, in opStrings' order
 	whole                      int32     // > 0: the operation is kept whole, at whole-1
 	in                         [4]int64  // Input's TTL, Fence, Value, Base
-	out                        [3]int64  // Output's Fence, Value, Validity
+	out                        [4]int64  // Output's Fence, Value, Validity, Granted
 }
 
 const (
@@ -56,7 +56,7 @@ func (st *store) keep(op Op) {
 		call: op.Call, ret: op.Return, process: int64(op.Process), client: int64(op.Client),
 		text: st.write(strs, n),
 		in:   [4]int64{int64(op.Input.TTL), op.Input.Fence, op.Input.Value, op.Input.Base},
-		out:  [3]int64{op.Output.Fence, op.Output.Value, int64(op.Output.Validity)},
+		out:  [4]int64{op.Output.Fence, op.Output.Value, int64(op.Output.Validity), int64(op.Output.Granted)},
 	}
 	for i, s := range strs {
 		sl.lens[i] = uint16(len(s))
@@ -126,7 +126,8 @@ func (st *store) op(sl *slot, in interner) Op {
 			TTL: time.Duration(sl.in[0]), Token: string(strs[3]), Fence: sl.in[1], Value: sl.in[2], Base: sl.in[3],
 		},
 		Output: Output{
-			Token: string(strs[4]), Fence: sl.out[0], Value: sl.out[1], Validity: time.Duration(sl.out[2]), Error: in.get(strs[5]),
+			Token: string(strs[4]), Fence: sl.out[0], Value: sl.out[1], Validity: time.Duration(sl.out[2]),
+			Granted: time.Duration(sl.out[3]), Error: in.get(strs[5]),
 		},
 		Call: sl.call, Return: sl.ret,
 	}

@@ -25,7 +25,8 @@ const (
 
 // Options tune Check.
 type Options struct {
-	// Timeout bounds Porcupine's work on each of P1, P2 and P3. Running out gives verdict
+	// Timeout bounds Porcupine's work on each of P1, P2 and P3, each from the start of
+	// its first partition's search (they share the cores). Running out gives verdict
 	// unknown, never ok. 0 means DefaultTimeout. Explaining an illegal P2 and writing the
 	// visualisation each get the same bound again, so Check may take up to about 5×Timeout.
 	Timeout time.Duration

@@ -46,6 +46,9 @@ func got(v int64) opt { return func(o *histories.Op) { o.Output.Value = v } }
 // ttl sets the TTL an acquire or extend asked for.
 func ttl(d time.Duration) opt { return func(o *histories.Op) { o.Input.TTL = d } }
 
+// granted is the lease the servers granted, as the client reported it.
+func granted(d time.Duration) opt { return func(o *histories.Op) { o.Output.Granted = d } }
+
 // history assembles a history in the recorder's order.
 func history(fencing string, ttl time.Duration, ops ...histories.Op) histories.History {
 	histories.SortOps(ops)

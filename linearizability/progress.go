@@ -27,9 +27,12 @@ func (g letGo) deadline() int64 { return g.at + int64(g.ttl) }
 // checkProgress checks L1 on the history itself, without Porcupine: an acquire that fails
 // at a time when nobody believes it holds the lock, later than TTL plus slack after the
 // last moment anyone may have held it, shows a lock that stays taken without an owner.
-// TTL is the larger of the failing acquire's and the lost lease's (each Input.TTL, or
-// Meta.TTL when not recorded), so that mixed TTLs never cause a false alarm.
+// The slack grows by Meta.ExpiryLag (servers that free expired leases on a timer). TTL is
+// the larger of the failing acquire's and the lost lease's (each the lease granted when
+// the client reported it, else Input.TTL, else Meta.TTL), so that mixed TTLs never cause
+// a false alarm.
 func checkProgress(h histories.History, bs map[string][]belief, slack time.Duration) (Verdict, finding, int) {
+	slack += h.Meta.ExpiryLag // servers that free expired leases on a timer (etcd) free them that late
 	acquires := 0
 	fails := make(map[string][]int)
 	unknowns := make(map[string][]letGo)
@@ -229,8 +232,13 @@ func (f frontier) best(gs []letGo, n int, ttl time.Duration) (letGo, bool) {
 	return a, true
 }
 
-// ttlOf is the TTL op asked for, or the run's TTL when the op did not record one.
+// ttlOf is how long a lease op may have granted lives: the lease the servers granted when
+// the client reported it (etcd rounds a TTL up to whole seconds), else the TTL op asked
+// for, else the run's TTL.
 func ttlOf(h histories.History, op histories.Op) time.Duration {
+	if op.Output.Granted > 0 {
+		return op.Output.Granted
+	}
 	if op.Input.TTL > 0 {
 		return op.Input.TTL
 	}

@@ -55,6 +55,35 @@ func TestProgress(t *testing.T) {
 			op(a, histories.Crash, "k", histories.OK, 20, 20),
 			op(b, histories.Acquire, "k", histories.Fail, 800, 810),
 		), 0, OK, nil},
+		// etcd grants whole seconds: asked for 100 ms, the lease lives 1 s.
+		{"the server granted a longer lease than asked", history("off", ttl100,
+			op(a, histories.Acquire, "k", histories.OK, 0, 10, ttl(ttl100), granted(time.Second)),
+			op(a, histories.Crash, "k", histories.OK, 20, 20),
+			op(b, histories.Acquire, "k", histories.Fail, 1200, 1210, ttl(ttl100)),
+		), 0, OK, nil},
+		{"stuck past the granted lease", history("off", ttl100,
+			op(a, histories.Acquire, "k", histories.OK, 0, 10, ttl(ttl100), granted(time.Second)),
+			op(a, histories.Crash, "k", histories.OK, 20, 20),
+			op(b, histories.Acquire, "k", histories.Fail, 1300, 1310, ttl(ttl100)),
+		), 0, Illegal, []string{"let go (crash) at 0.020 s with ttl 1s"}},
+		{"servers that free leases late", func() histories.History {
+			h := crashed(600)
+			h.Meta.ExpiryLag = 500 * time.Millisecond
+			return h
+		}(), 0, OK, nil},
+		{"later than the servers' lag", func() histories.History {
+			h := crashed(900)
+			h.Meta.ExpiryLag = 500 * time.Millisecond
+			return h
+		}(), 0, Illegal, []string{"stayed taken for 0.880 s"}},
+		{"a shorter granted lease is the one that counts", history("off", ttl100,
+			op(a, histories.Acquire, "k", histories.OK, 0, 10, ttl(time.Second), granted(ttl100)),
+			op(a, histories.Crash, "k", histories.OK, 20, 20),
+			op(b, histories.Acquire, "k", histories.Fail, 400, 410, ttl(ttl100)),
+		), 0, Illegal, []string{"with ttl 100ms"}},
+		{"an unknown acquire that reported its grant", crashed(900,
+			op(c, histories.Acquire, "k", histories.Unknown, 100, 500, granted(time.Second)),
+		), 0, OK, nil},
 		{"someone else took it meanwhile", crashed(2000,
 			op(c, histories.Acquire, "k", histories.OK, 1990, 2020),
 		), 0, OK, nil},

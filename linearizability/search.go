@@ -40,8 +40,10 @@ type Undecided struct {
 	Unknown int    `json:"unknown_outcomes"` // operations of unknown outcome: each may take effect anywhere after its call
 }
 
-// searchAll searches every partition of every search on all cores, the largest first,
-// all with one deadline: Options.Timeout after the start. A partition that runs out of
+// searchAll searches every partition of every search on all cores, the largest first.
+// Each search (property) has a deadline of its own, Options.Timeout after the first of
+// its partitions starts: one property's large partitions, searched first, would otherwise
+// spend the time of the properties queued behind them. A partition that runs out of
 // time is undecided (its property unknown unless another partition is illegal), never
 // legal. Once a property is illegal its other partitions are skipped: the explanation
 // looks at every partition not shown legal.
@@ -59,7 +61,12 @@ func (c *checker) searchAll(searches []search) []PropertyResult {
 		return cmp.Compare(len(parts[b.s][b.p].Ops), len(parts[a.s][a.p].Ops))
 	})
 	illegal := make([]atomic.Bool, len(searches))
-	deadline := time.Now().Add(c.opts.Timeout)
+	deadlines := make([]time.Time, len(searches))
+	started := make([]sync.Once, len(searches))
+	deadline := func(si int) time.Time {
+		started[si].Do(func() { deadlines[si] = time.Now().Add(c.opts.Timeout) })
+		return deadlines[si]
+	}
 	work := make(chan task)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(tasks)) {
@@ -70,7 +77,7 @@ func (c *checker) searchAll(searches []search) []PropertyResult {
 				}
 				p := &parts[t.s][t.p]
 				p.checked = true
-				p.verdict, p.elapsed = c.searchOne(searches[t.s], p.Ops, deadline)
+				p.verdict, p.elapsed = c.searchOne(searches[t.s], p.Ops, deadline(t.s))
 				if p.verdict == porcupine.Illegal {
 					illegal[t.s].Store(true)
 				}

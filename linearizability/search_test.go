@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,30 @@ func TestTimeoutIsUnknownAndNamesTheKey(t *testing.T) {
 	for _, p := range []Property{P1, P3} {
 		if pr, _ := res.Property(p); pr.Verdict != OK {
 			t.Errorf("%s %s: the legal keys' lock history is decided ok", p, pr.Verdict)
+		}
+	}
+}
+
+// TestEachPropertyHasItsOwnTimeout: on one core the adversarial key of P2, the largest
+// partition, is searched first and spends its whole timeout; P1's and P3's partitions,
+// queued behind it, still get a timeout of their own and are decided ok (with one
+// deadline for all they would start after it had passed, and be unknown).
+func TestEachPropertyHasItsOwnTimeout(t *testing.T) {
+	h, err := synth.Adversarial{Concurrent: 40, Keys: 5, Fencing: "off"}.History()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one worker: the searches run one after another
+	res, err := Check(h, Options{Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2, _ := res.Property(P2); p2.Verdict != Unknown {
+		t.Fatalf("P2 %s: the adversarial key cannot be decided in 200ms\n%s", p2.Verdict, res)
+	}
+	for _, p := range []Property{P1, P3} {
+		if pr, _ := res.Property(p); pr.Verdict != OK {
+			t.Errorf("%s %s (%s): searched after P2's timeout, it still has its own", p, pr.Verdict, pr.Explanation)
 		}
 	}
 }

@@ -31,6 +31,29 @@ type Lease struct {
 	Validity time.Duration // validity left when Acquire/Extend returned, as the implementation computes it
 	Deadline time.Time     // by the Locker's Clock: when the implementation considers the lease over
 	Nodes    []int         // of a lock on several servers: the ones that granted it (by index), when known
+	// Granted is the lease the servers granted, when the implementation learns it and it
+	// may differ from the TTL asked for (etcd grants whole seconds, at least 1): how long
+	// the lease may live on the servers. 0: the TTL asked for.
+	Granted time.Duration
+}
+
+// GrantedError is an error of unknown outcome from an acquire or extend after the servers
+// had granted a lease of Granted (etcd: the lease was granted, then the lock's own
+// command failed): the lock may hold that lease for that long.
+type GrantedError struct {
+	Granted time.Duration
+	Err     error
+}
+
+func (e *GrantedError) Error() string { return e.Err.Error() }
+func (e *GrantedError) Unwrap() error { return e.Err }
+
+// GrantedOf is the lease an error says the servers granted (GrantedError), 0 when none.
+func GrantedOf(err error) time.Duration {
+	if ge, ok := errors.AsType[*GrantedError](err); ok {
+		return ge.Granted
+	}
+	return 0
 }
 
 // Remaining is the lease's validity left at now (by the same clock as Deadline).

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/etcd"
 	"github.com/locklab/locklab/cluster/faketime"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/histories"
@@ -49,9 +51,17 @@ const tiltWait = 40 * time.Second
 // property is reported as unknown, never as held.
 const InterruptedCheckTimeout = 5 * time.Second
 
-// ErrInterrupted is what Run returns, wrapped with the cause, when its context ended
-// before the plan did. The history recorded so far is saved and checked all the same.
-var ErrInterrupted = errors.New("run interrupted")
+// Errors of a run that started its clock and did not end as planned. Run returns them
+// wrapped in ErrEndedEarly, with the causes: the history recorded until then is saved
+// and checked all the same, and result.json says why (Report.EndedEarly).
+var (
+	ErrEndedEarly = errors.New("run ended early")
+	// ErrInterrupted: the run's context ended before the plan did (Ctrl-C).
+	ErrInterrupted = errors.New("run interrupted")
+	// ErrDeadline: clients were still running at the run's hard deadline (hardDeadline)
+	// and were stopped where they stood.
+	ErrDeadline = errors.New("run hit its hard deadline")
+)
 
 // Options are how a plan is run, as opposed to what it runs.
 type Options struct {
@@ -86,9 +96,13 @@ type Report struct {
 	Faults   int                    `json:"faults"`
 	RunTime  time.Duration          `json:"run_time"`
 	Warnings []string               `json:"warnings,omitempty"`
-	// Interrupted: the run's context ended before the plan did; Result checks the
-	// history recorded until then.
+	// Interrupted: the run's context ended before the plan did, or its hard deadline
+	// passed; Result checks the history recorded until then.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// EndedEarly says why a run that started its clock did not end as planned (an
+	// interrupt, the hard deadline, a workload error such as a lock client that failed
+	// to close, faults that did not heal): the error Run returned. "" when it did.
+	EndedEarly string `json:"ended_early,omitempty"`
 	// Stall is the longest the harness itself lagged while clients ran (its own timer,
 	// or a direct PING to a server no fault acted on); Perturbed says why a stall that
 	// long makes the run's verdicts about this machine rather than the lock ("" when not).
@@ -98,9 +112,12 @@ type Report struct {
 
 // Run runs a resolved plan on real servers, checks the history and, with opts.Dir,
 // writes the run directory (plan, history, faults, result, HTML, server logs). Faults are
-// always healed and servers stopped before the history is checked. When ctx ends first, the
-// history recorded so far is saved and checked like a whole one, the report says
-// Interrupted, and the error wraps ErrInterrupted.
+// always healed and servers stopped before the history is checked. A run that started its
+// clock keeps its evidence whatever happens after: when ctx ends first, the hard deadline
+// passes, the workload fails or faults do not heal, the history recorded so far is saved
+// and checked like a whole one, the report says why (EndedEarly; Interrupted for the
+// first two), and the error wraps ErrEndedEarly and the causes (ErrInterrupted,
+// ErrDeadline).
 func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err error) {
 	p := r.Plan
 	rep = Report{Plan: p, Dir: opts.Dir}
@@ -116,46 +133,54 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 	if err := opts.Slots.take(ctx); err != nil {
 		return rep, fmt.Errorf("waiting for a slot to run in: %w", err)
 	}
-	x, err := onServers(ctx, r, opts)
+	x, runErr := onServers(ctx, r, opts)
 	opts.Slots.give()
 	rep.Warnings = append(rep.Warnings, x.warnings...)
-	if err != nil {
-		return rep, err
+	if !x.clocked {
+		return rep, runErr // nothing ran: no evidence to keep
 	}
 	h := x.history
-	rep.Interrupted = ctx.Err() != nil
+	rep.Interrupted = errors.Is(runErr, ErrInterrupted) || errors.Is(runErr, ErrDeadline)
+	if runErr != nil {
+		rep.EndedEarly = runErr.Error()
+	}
 	rep.Stall, rep.Perturbed = x.stall, perturbed(x.stall, x.where, p.TTL.D())
 	rep.Ops, rep.Faults = len(h.Ops), len(h.Faults)
 	rep.RunTime = time.Duration(lastReturn(h))
 
 	copts := linearizability.Options{Timeout: opts.CheckTimeout}
-	if rep.Interrupted {
+	if errors.Is(runErr, ErrInterrupted) {
 		copts.Timeout = InterruptedCheckTimeout
 		if opts.CheckTimeout > 0 {
 			copts.Timeout = min(opts.CheckTimeout, InterruptedCheckTimeout)
 		}
 	}
+	err = keep(opts, h, &rep, copts)
+	if runErr != nil {
+		return rep, errors.Join(fmt.Errorf("%w after %s (the history recorded until then is kept and checked): %w",
+			ErrEndedEarly, x.ran.Round(time.Millisecond), runErr), err)
+	}
+	return rep, err
+}
+
+// keep saves the history into the run directory, checks it and writes the result.
+func keep(opts Options, h histories.History, rep *Report, copts linearizability.Options) error {
 	if opts.Dir != "" {
 		if err := histories.Save(opts.Dir, h); err != nil {
-			return rep, err
+			return err
 		}
 	}
 	endCheck := opts.Phases.check()
 	defer endCheck()
+	var err error
 	rep.Result, err = linearizability.Check(h, copts)
 	if err != nil {
-		return rep, fmt.Errorf("check: %w", err)
+		return fmt.Errorf("check: %w", err)
 	}
 	if opts.Dir != "" {
-		if err := writeResult(opts, h, &rep, copts); err != nil {
-			return rep, err
-		}
+		return writeResult(opts, h, rep, copts)
 	}
-	if rep.Interrupted {
-		return rep, fmt.Errorf("%w after %s (partial history saved and checked): %w",
-			ErrInterrupted, rep.RunTime.Round(time.Millisecond), context.Cause(ctx))
-	}
-	return rep, nil
+	return nil
 }
 
 // onServers starts the plan's servers on opts.Backend (or a process backend of its own),
@@ -214,10 +239,13 @@ func writeResult(opts Options, h histories.History, rep *Report, copts lineariza
 	return timeline.Write(filepath.Join(opts.Dir, timeline.File), pic)
 }
 
-// executed is what execute returns: the recorded history (the whole of it, or what was
-// recorded until ctx ended), the harness's longest stall while clients ran and where it
-// was, and what went wrong without spoiling the run.
+// executed is what execute returns: whether the plan's clock started (then the recorded
+// history is the evidence, whole or cut short, whatever error comes with it), the
+// harness's longest stall while clients ran and where it was, and what went wrong
+// without spoiling the run.
 type executed struct {
+	clocked  bool
+	ran      time.Duration // from the start of the plan's clock until the clients stopped
 	history  histories.History
 	stall    time.Duration
 	where    string
@@ -230,6 +258,9 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	p := r.Plan
 	meta := histories.Meta{Fencing: string(r.Fencing), TTL: p.TTL.D(), Impl: r.Impl.Name, Seed: p.Seed}
 	meta.Topology, meta.Renews, meta.Persistence = cl.Topology.String(), r.Impl.Renews, string(r.Persistence)
+	if cl.Topology.Kind == cluster.Etcd {
+		meta.ExpiryLag = etcd.RevokeTick // Redis expires a key on the first access after its TTL: never late
+	}
 	for _, n := range cl.Lock {
 		meta.Servers = append(meta.Servers, n.Name())
 	}
@@ -327,7 +358,8 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 			return executed{}, err
 		}
 	}
-	runCtx, cancel := context.WithTimeout(ctx, hardDeadline(p, r.Faults, opts.Grace))
+	hard := hardDeadline(p, r.Faults, opts.Grace)
+	runCtx, cancel := context.WithTimeout(ctx, hard)
 	defer cancel()
 	sched, err := faults.Start(runCtx, env, r.Faults)
 	if err != nil {
@@ -339,32 +371,59 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	defer timer.Stop()
 
 	mon := startMonitor(cl, rec.Acting)
+	start := time.Now()
 	werr := workload.Run(runCtx, stop, wcfg)
+	ran := time.Since(start)
 	stall, where := mon.end()
 	herr := sched.Stop()
 	if herr == nil {
 		herr = faults.VerifyHealed(context.Background(), env)
 	}
 	endLive()
-	x := executed{stall: stall, where: where}
+	x := executed{clocked: true, ran: ran, stall: stall, where: where, history: rec.History()}
 	if _, err := removeKeys(context.Background(), cl, ns); err != nil {
 		x.warnings = append(x.warnings, err.Error())
 	}
-	if ctx.Err() != nil {
-		// Interrupted: clients were stopped where they stood, and errors that follow from
-		// that are no findings. The servers are still up, so the history holds.
-		if herr != nil {
-			return executed{}, fmt.Errorf("interrupted, and faults did not heal: %w", herr)
-		}
-		x.history = rec.History()
-		return x, nil
-	}
-	if err := errors.Join(werr, herr); err != nil {
-		return executed{}, err
-	}
-	x.history = rec.History()
-	return x, nil
+	return x, endedEarly(ctx, runCtx, hard, werr, herr)
 }
+
+// endedEarly is why a run whose clock started did not end as planned, nil when it did:
+// ctx ended (interrupted: clients were stopped where they stood, and workload errors that
+// follow from that are no findings), the hard deadline passed, the workload failed, or
+// faults did not heal. Every cause is named, in that order.
+func endedEarly(ctx, runCtx context.Context, hard time.Duration, werr, herr error) error {
+	var causes []error
+	switch {
+	case ctx.Err() != nil:
+		causes, werr = append(causes, fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(ctx))), nil
+	case runCtx.Err() != nil:
+		causes = append(causes, fmt.Errorf("%w: clients still running %s after the plan's clock started", ErrDeadline, hard))
+	}
+	if werr != nil {
+		causes = append(causes, fmt.Errorf("workload: %w", werr))
+	}
+	if herr != nil {
+		causes = append(causes, fmt.Errorf("healing: %w", herr))
+	}
+	if len(causes) == 0 {
+		return nil
+	}
+	return causesError(causes)
+}
+
+// causesError is several causes on one line (errors.Join's lines would break
+// result.json's ended_early apart for people), each one still matched by errors.Is.
+type causesError []error
+
+func (c causesError) Error() string {
+	msgs := make([]string, len(c))
+	for i, err := range c {
+		msgs[i] = strings.ReplaceAll(err.Error(), "\n", "; ")
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (c causesError) Unwrap() []error { return c }
 
 // buildLockers fills lockers, one per client, building them all at once: a client that
 // runs as a process of its own (Node.js, Python) takes a tenth of a second or more to

@@ -129,7 +129,9 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 		}
 		return []int{0}, true
 	}
-	ttl := func(op *histories.Op) int64 { return int64(cmp.Or(op.Input.TTL, h.Meta.TTL, time.Second)) }
+	ttl := func(op *histories.Op) int64 {
+		return int64(cmp.Or(op.Output.Granted, op.Input.TTL, h.Meta.TTL, time.Second))
+	}
 	for _, e := range evs {
 		if f := e.fault; f != nil {
 			onServer(index(f.Target), func(l *lease) bool { return l.start <= f.Start && l.end() > f.Start }, func(l *lease) {

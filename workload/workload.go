@@ -309,9 +309,9 @@ func (c *client) acquire(ctx context.Context, key string) (lockimpl.Lease, histo
 	call := c.rec.Now()
 	lease, err := c.locker.Acquire(ctx, c.cfg.Namespace+key, c.cfg.TTL)
 	outcome := lockimpl.Classify(err)
-	out := histories.Output{Token: lease.Token, Fence: lease.Fence, Validity: lease.Validity, Nodes: lease.Nodes}
+	out := histories.Output{Token: lease.Token, Fence: lease.Fence, Validity: lease.Validity, Nodes: lease.Nodes, Granted: lease.Granted}
 	if err != nil {
-		out = histories.Output{Error: err.Error()}
+		out = histories.Output{Error: err.Error(), Granted: lockimpl.GrantedOf(err)}
 	}
 	c.rec.Record(histories.Acquire, key, histories.Input{TTL: c.cfg.TTL}, out, outcome, call)
 	if errors.Is(err, lockimpl.ErrCrashed) {
@@ -364,9 +364,9 @@ func (c *client) extend(ctx context.Context, lease *lockimpl.Lease) extendResult
 		return extended
 	}
 	outcome := lockimpl.Classify(err)
-	out := histories.Output{Token: renewed.Token, Fence: renewed.Fence, Validity: renewed.Validity}
+	out := histories.Output{Token: renewed.Token, Fence: renewed.Fence, Validity: renewed.Validity, Granted: renewed.Granted}
 	if err != nil {
-		out = histories.Output{Error: err.Error()}
+		out = histories.Output{Error: err.Error(), Granted: lockimpl.GrantedOf(err)}
 	}
 	c.rec.Record(histories.Extend, key, histories.Input{TTL: c.cfg.TTL, Token: lease.Token}, out, outcome, call)
 	switch outcome {

@@ -9,6 +9,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,7 @@ type answer struct {
 	Token      string   `json:"token,omitempty"`
 	Fence      int64    `json:"fence,omitempty"`
 	ValidityMS *float64 `json:"validity_ms,omitempty"`
+	GrantedMS  *float64 `json:"granted_ms,omitempty"`
 	Error      string   `json:"error,omitempty"`
 }
 
@@ -127,6 +129,12 @@ func handle(l lockimpl.Locker, timeout time.Duration, leases map[string]lockimpl
 		}
 	default:
 		err = fmt.Errorf("unknown op %q", r.Op)
+	}
+	// The lease the servers granted, when the implementation reports it (etcd: whole
+	// seconds), also after an error of unknown outcome that followed the grant.
+	if g := cmp.Or(lease.Granted, lockimpl.GrantedOf(err)); g > 0 && r.Op != "release" {
+		ms := float64(g) / float64(time.Millisecond)
+		a.GrantedMS = &ms
 	}
 	switch {
 	case err == nil:

@@ -121,8 +121,8 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 }
 
 // runAll runs resolved plans one after the other, each into its own directory under
-// out. An interrupted run's report is returned too, with the error: its partial history
-// was saved and checked.
+// out. The report of a run that ended early (interrupted, failed) is returned too, with
+// the error: its history was saved and checked.
 func runAll(cmd *cobra.Command, plans []*plan.Resolved, out string, opts runner.Options) ([]runner.Report, error) {
 	stamp := time.Now().Format("20060102-150405")
 	reports := make([]runner.Report, 0, len(plans))
@@ -135,7 +135,7 @@ func runAll(cmd *cobra.Command, plans []*plan.Resolved, out string, opts runner.
 		opts.Dir = filepath.Join(out, fmt.Sprintf("%s-%s-fencing-%s", stamp, name, pl.Fencing))
 		fmt.Fprintf(cmd.ErrOrStderr(), "running %s with fencing %s for %s ...\n", name, pl.Fencing, pl.Duration.D())
 		rep, err := runner.Run(cmd.Context(), r, opts)
-		if errors.Is(err, runner.ErrInterrupted) {
+		if errors.Is(err, runner.ErrEndedEarly) {
 			reports = append(reports, rep)
 			return reports, &statusError{exitError, fmt.Errorf("run %s with fencing %s: %w; evidence in %s", name, pl.Fencing, err, opts.Dir)}
 		}

@@ -41,6 +41,9 @@ const etcdVersion = "v3.7.3"
 //   - Fence: the lock key's create revision (Mutex.Header().Revision, the revision of the
 //     transaction that created it, since every acquire has a lease, so a key, of its own).
 //     It grows strictly with every write to the cluster, so across grants.
+//   - Granted: the lease's TTL as etcd granted it (LeaseGrant's answer), on the lease and,
+//     for an error after the grant (the lock key may exist), in a GrantedError: the lock
+//     may be held that long, longer than the TTL asked for below 1 s.
 //   - Deadline: the call's start (Config.Clock) + the granted TTL, then, with every
 //     keep-alive answer, its arrival + TTL: the deadline the library itself keeps (it
 //     closes Session.Done when it passes). The server refreshed the lease before the
@@ -151,30 +154,34 @@ func (l *etcdLock) Acquire(ctx context.Context, key string, ttl time.Duration) (
 		l.revoke(grant.ID)
 		return lockimpl.Lease{}, fmt.Errorf("etcd session: %w", err)
 	}
+	// Past the grant, a lock key that may exist lives on the granted lease, not the TTL
+	// asked for: errors say so (GrantedError), for the history and its L1 check.
+	onGrant := func(err error) error { return &lockimpl.GrantedError{Granted: granted, Err: err} }
 	m := concurrency.NewMutex(s, key)
 	if err := m.TryLock(opCtx); err != nil {
 		l.closeSession(s)
 		if errors.Is(err, concurrency.ErrLocked) {
 			return lockimpl.Lease{}, fmt.Errorf("%w: %v", lockimpl.ErrNotAcquired, err)
 		}
-		return lockimpl.Lease{}, fmt.Errorf("etcd try-lock: %w", err)
+		return lockimpl.Lease{}, onGrant(fmt.Errorf("etcd try-lock: %w", err))
 	}
 	lease := lockimpl.Lease{
 		Key:      key,
 		Token:    m.Key(),
 		Fence:    m.Header().Revision,
 		Deadline: l.watch.deadline(grant.ID),
+		Granted:  granted,
 	}
 	lease.Validity = lease.Deadline.Sub(l.clock.Now())
 	if err := lockimpl.CallStep(ctx, l.step, lockimpl.StepGranted); err != nil {
 		s.Orphan() // a dead process refreshes nothing and revokes nothing
-		return lockimpl.Lease{}, err
+		return lockimpl.Lease{}, onGrant(err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.crashed {
 		s.Orphan()
-		return lockimpl.Lease{}, errors.New("etcd: client crashed")
+		return lockimpl.Lease{}, onGrant(errors.New("etcd: client crashed"))
 	}
 	l.leases[lease.Token] = &etcdLease{session: s, mutex: m}
 	return lease, nil

@@ -55,9 +55,9 @@ func TestEtcdAcquireRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// etcd counts leases in whole seconds: 300 ms is a 1 s lease.
-	if lease.Validity <= 500*time.Millisecond || lease.Validity > time.Second || lease.Fence <= 0 {
-		t.Fatalf("lease %+v: want a validity in (0.5 s, 1 s] and a fence", lease)
+	// etcd counts leases in whole seconds: 300 ms is a 1 s lease, and the lease says so.
+	if lease.Validity <= 500*time.Millisecond || lease.Validity > time.Second || lease.Fence <= 0 || lease.Granted != time.Second {
+		t.Fatalf("lease %+v: want a validity in (0.5 s, 1 s], a fence and 1 s granted", lease)
 	}
 	resp := etcdKeys(t, cli, "k")[0]
 	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Key) != lease.Token || resp.Kvs[0].CreateRevision != lease.Fence {
@@ -100,14 +100,15 @@ func TestEtcdAcquireRelease(t *testing.T) {
 }
 
 // A client that crashes right after the grant refreshes nothing: the lease expires on
-// the server after its TTL, and another client takes the lock.
+// the server after its TTL, and another client takes the lock. The crash's error says
+// which lease was granted (1 s for the 300 ms asked): the lock lives that long.
 func TestEtcdCrashAfterGrant(t *testing.T) {
 	addrs, _ := etcdMembers(t, 1)
 	a, b := etcdLocker(t, addrs, tpCrashAtGrant), etcdLocker(t, addrs, nil)
 	ctx := clustertest.Context(t)
-	_, err := a.Acquire(ctx, "k", time.Second)
-	if !errors.Is(err, lockimpl.ErrCrashed) {
-		t.Fatalf("Acquire: %v; want the injected crash", err)
+	_, err := a.Acquire(ctx, "k", 300*time.Millisecond)
+	if !errors.Is(err, lockimpl.ErrCrashed) || lockimpl.GrantedOf(err) != time.Second {
+		t.Fatalf("Acquire: %v (granted %s); want the injected crash, 1 s granted", err, lockimpl.GrantedOf(err))
 	}
 	a.(lockimpl.Crasher).Crash()
 	_, err = b.Acquire(ctx, "k", time.Second)

@@ -276,13 +276,13 @@ func (l *subprocessLocker) Acquire(ctx context.Context, key string, ttl time.Dur
 		err = l.doStep(ctx, lockimpl.StepGranted)
 	}
 	if err != nil {
-		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
+		return lockimpl.Lease{}, resp.granted(fmt.Errorf("%s: acquire %q: %w", l.name, key, err))
 	}
 	fence := resp.Fence
 	if !l.fencing {
 		fence = 0
 	}
-	return l.lease(key, resp.Token, fence, start, ttl, resp.ValidityMS), nil
+	return l.lease(key, resp, fence, start, ttl), nil
 }
 
 // Release implements Locker.
@@ -319,19 +319,38 @@ func (l *subprocessLocker) Extend(ctx context.Context, lease lockimpl.Lease, ttl
 		err = resp.outcomeErr(lockimpl.ErrNotHeld)
 	}
 	if err != nil {
-		return lockimpl.Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)
+		return lockimpl.Lease{}, resp.granted(fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err))
 	}
-	return l.lease(lease.Key, lease.Token, lease.Fence, start, ttl, resp.ValidityMS), nil
+	resp.Token = lease.Token
+	return l.lease(lease.Key, resp, lease.Fence, start, ttl), nil
 }
 
-// lease is what a grant sent at start gives: the client's validity, capped at ttl.
-func (l *subprocessLocker) lease(key, token string, fence int64, start time.Time, ttl time.Duration, validityMS *float64) lockimpl.Lease {
+// lease is what a grant sent at start gives: the client's validity, capped at ttl, and
+// the lease the servers granted when the client said.
+func (l *subprocessLocker) lease(key string, resp subprocessResponse, fence int64, start time.Time, ttl time.Duration) lockimpl.Lease {
 	v := ttl
-	if validityMS != nil {
-		v = min(ttl, time.Duration(math.Max(0, math.Floor(*validityMS)))*time.Millisecond)
+	if resp.ValidityMS != nil {
+		v = min(ttl, time.Duration(math.Max(0, math.Floor(*resp.ValidityMS)))*time.Millisecond)
 	}
 	deadline := start.Add(v)
-	return lockimpl.Lease{Key: key, Token: token, Fence: fence, Deadline: deadline, Validity: deadline.Sub(l.clock.Now())}
+	return lockimpl.Lease{Key: key, Token: resp.Token, Fence: fence, Deadline: deadline, Validity: deadline.Sub(l.clock.Now()), Granted: resp.grantedLease()}
+}
+
+// grantedLease is the answer's granted_ms as a duration (whole milliseconds), 0 without.
+func (r subprocessResponse) grantedLease() time.Duration {
+	if r.GrantedMS == nil {
+		return 0
+	}
+	return time.Duration(math.Floor(*r.GrantedMS)) * time.Millisecond
+}
+
+// granted is err of an answer that reported the lease granted (a GrantedError: the lock
+// may live that long), err itself otherwise.
+func (r subprocessResponse) granted(err error) error {
+	if g := r.grantedLease(); g > 0 && r.Outcome != outcomeFail {
+		return &lockimpl.GrantedError{Granted: g, Err: err}
+	}
+	return err
 }
 
 // doStep calls the Step hook (see CallStep).
@@ -657,6 +676,7 @@ type subprocessResponse struct {
 	Token      string   `json:"token"`
 	Fence      int64    `json:"fence"`
 	ValidityMS *float64 `json:"validity_ms"`
+	GrantedMS  *float64 `json:"granted_ms"` // optional: the lease the servers granted
 	Error      string   `json:"error"`
 }
 
@@ -685,6 +705,8 @@ func parseResponse(line []byte, req subprocessRequest) (subprocessResponse, erro
 		return r, fmt.Errorf("answer line %s: an acquire ok without a token", quoteLine(line))
 	case r.Outcome == outcomeOK && req.Op == "acquire" && r.Fence < 0:
 		return r, fmt.Errorf("answer line %s: negative fence", quoteLine(line))
+	case r.GrantedMS != nil && !(*r.GrantedMS >= 1): // NaN cannot come from JSON; >= 1 keeps a whole millisecond
+		return r, fmt.Errorf("answer line %s: granted_ms %v is not a positive number of milliseconds (at least 1)", quoteLine(line), *r.GrantedMS)
 	}
 	return r, nil
 }

@@ -330,6 +330,32 @@ func TestSubprocessOutcomes(t *testing.T) {
 	}
 }
 
+// granted_ms, optional, is the lease the servers granted: on the lease of an ok answer,
+// in a GrantedError of an unknown one (the lock may live that long), not on a refusal.
+func TestSubprocessGranted(t *testing.T) {
+	ctx := clustertest.Context(t)
+	l := mustFake(t, lockimpl.Config{}, false, fakeAnswering, `{"id":%s,"outcome":"ok","token":"t","validity_ms":280,"granted_ms":1000.5}`)
+	lease, err := l.Acquire(ctx, "k", 300*time.Millisecond)
+	if err != nil || lease.Granted != time.Second || lease.Validity > 280*time.Millisecond {
+		t.Errorf("Acquire: %+v, %v; want 1 s granted beside a validity of at most 280 ms", lease, err)
+	}
+	if lease, err := l.Extend(ctx, lease, 300*time.Millisecond); err != nil || lease.Granted != time.Second || lease.Token != "t" {
+		t.Errorf("Extend: %+v, %v; want token t, 1 s granted", lease, err)
+	}
+	l = mustFake(t, lockimpl.Config{}, false, fakeAnswering, `{"id":%s,"outcome":"ok","token":"t"}`)
+	if lease, err := l.Acquire(ctx, "k", 300*time.Millisecond); err != nil || lease.Granted != 0 {
+		t.Errorf("Acquire without granted_ms: %+v, %v; want nothing granted said", lease, err)
+	}
+	l = mustFake(t, lockimpl.Config{}, false, fakeAnswering, `{"id":%s,"outcome":"unknown","error":"try-lock timed out","granted_ms":1000}`)
+	if _, err := l.Acquire(ctx, "k", 300*time.Millisecond); lockimpl.Classify(err) != histories.Unknown || lockimpl.GrantedOf(err) != time.Second {
+		t.Errorf("Acquire answered unknown with granted_ms: %v (granted %s); want unknown, 1 s granted", err, lockimpl.GrantedOf(err))
+	}
+	l = mustFake(t, lockimpl.Config{}, false, fakeAnswering, `{"id":%s,"outcome":"fail","granted_ms":1000}`)
+	if _, err := l.Acquire(ctx, "k", 300*time.Millisecond); !errors.Is(err, lockimpl.ErrNotAcquired) || lockimpl.GrantedOf(err) != 0 {
+		t.Errorf("Acquire answered fail with granted_ms: %v (granted %s); want a refusal, nothing granted", err, lockimpl.GrantedOf(err))
+	}
+}
+
 func TestSubprocessExtendUnsupported(t *testing.T) {
 	script := strings.Replace(fakeAnswering, `"fencing":false`, `"fencing":false,"extend":false`, 1)
 	l := mustFake(t, lockimpl.Config{}, false, script, `{"id":%s,"outcome":"ok","token":"t"}`)
@@ -348,6 +374,9 @@ func TestSubprocessBrokenAnswers(t *testing.T) {
 		{"no id", `{"outcome":"ok","token":"t"}`, "has no id"},
 		{"unknown outcome", `{"id":%s,"outcome":"maybe"}`, `outcome "maybe"`},
 		{"ok without token", `{"id":%s,"outcome":"ok"}`, "without a token"},
+		{"granted zero", `{"id":%s,"outcome":"ok","token":"t","granted_ms":0}`, "granted_ms 0 is not a positive number"},
+		{"granted negative", `{"id":%s,"outcome":"unknown","granted_ms":-1000}`, "granted_ms -1000 is not a positive number"},
+		{"granted not a number", `{"id":%s,"outcome":"ok","token":"t","granted_ms":"1s"}`, "malformed answer line"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := mustFake(t, lockimpl.Config{}, false, fakeAnswering, tc.answer)
