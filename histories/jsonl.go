@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/internal/jsonfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -192,18 +193,10 @@ func decodeStrict(line []byte, v any) error {
 	}
 	// dec.More says false before a stray '}' or ']', so the rest of the line is looked
 	// at itself: anything but spaces after the value is an error.
-	if rest := bytes.TrimSpace(line[dec.InputOffset():]); len(rest) > 0 {
-		return fmt.Errorf("bad JSON: more than one value on the line (%q after it)", clip(rest, 20))
+	if rest := jsonfile.Rest(line, dec); len(rest) > 0 {
+		return fmt.Errorf("bad JSON: more than one value on the line (%.20q after it)", rest)
 	}
 	return nil
-}
-
-// clip is b cut to at most n bytes, for quoting in an error.
-func clip(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
 }
 
 // Save writes history.jsonl and faults.jsonl into dir.

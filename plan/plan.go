@@ -182,8 +182,8 @@ func Parse(data []byte, source string, reg *lockimpl.Registry) (Plan, error) {
 	if err := dec.Decode(&p); err != nil {
 		return Plan{}, decodeError(data, source, err)
 	}
-	if dec.More() {
-		return Plan{}, &FieldError{Source: source, Line: jsonfile.LineAt(data, dec.InputOffset()), Reason: "more than one JSON value"}
+	if rest := jsonfile.Rest(data, dec); len(rest) > 0 {
+		return Plan{}, &FieldError{Source: source, Line: jsonfile.LineAt(data, dec.InputOffset()), Reason: fmt.Sprintf("more than one JSON value (%.20q after the plan)", rest)}
 	}
 	if err := p.Validate(reg); err != nil {
 		var fe *FieldError

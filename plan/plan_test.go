@@ -56,6 +56,8 @@ func TestParsePlanErrorsNamePlace(t *testing.T) {
 		{"job point on rmw", "{\"faults\": [\n{\"kind\": \"client-pause\", \"point\": \"before-ack\"}]}", 2, "faults[0].point", "never reaches point"},
 		{"empty", "", 1, "", "empty plan"},
 		{"two values", "{} {}", 1, "", "more than one JSON value"},
+		{"trailing brace", "{\"impl\": \"setnx\"}\n}", 1, "", "more than one JSON value"},
+		{"trailing bracket", "{}]", 1, "", "more than one JSON value"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,6 +4,7 @@
 package jsonfile
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -31,4 +32,11 @@ func Read(path string, v any) error {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	return nil
+}
+
+// Rest is what follows the value dec last decoded from data, spaces trimmed: empty when
+// the value was the whole document. dec.More cannot tell: it reports false before a
+// stray '}' or ']', so `{"a":1} }` would pass as one value.
+func Rest(data []byte, dec *json.Decoder) []byte {
+	return bytes.TrimSpace(data[min(int(dec.InputOffset()), len(data)):])
 }
