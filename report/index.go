@@ -101,7 +101,7 @@ dl.header { display: grid; grid-template-columns: max-content auto; gap: .1em 1e
 dl.header dt { font-weight: bold; }
 dl.header dd { margin: 0; }
 .verdict { font-size: 120%; padding: .3em .6em; display: inline-block; border-radius: .3em; }
-.verdict.pass { background: #d4edda; } .verdict.fail { background: #f8d7da; }
+.verdict.pass { background: #d4edda; } .verdict.fail { background: #f8d7da; } .verdict.inconclusive { background: #fff3cd; }
 .explanation { font-size: 90%; color: #444; max-width: 50em; }
 .ok, tr.pass { background: #d4edda; } .illegal, tr.safe { background: #f8d7da; } .unknown, tr.finding { background: #fff3cd; }
 .error { background: #ffd8a8; } .na { background: #eee; color: #777; } .none { background: #e2e3e5; color: #555; }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
+	"github.com/locklab/locklab/campaign/merge"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/plan"
@@ -376,7 +377,7 @@ func TestMergedCampaignIndex(t *testing.T) {
 	s := &campaign.Summary{Seed: 1, Shard: "0/2", Runs: 4, Findings: 1, Violations: map[lin.Property]int{lin.P1: 1},
 		Failures:      []*campaign.Failure{{Run: 3, Impl: "setnx", Illegal: []lin.Property{lin.P1}, Dir: "runs/00003", Plan: "runs/00003/plan.json"}},
 		PerturbedRuns: []*campaign.RunError{{Run: 2, Dir: "runs/00003", Error: "timer stalled"}}, Perturbed: 1}
-	m := campaign.Merge(out, []string{shard}, []*campaign.Summary{s})
+	m := merge.Merge(out, []string{shard}, []*campaign.Summary{s})
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -84,6 +84,6 @@ func (t Thresholds) Check(c Counts, pairs string) error {
 // what --min-decided counts.
 func AddFlags(f *pflag.FlagSet, t *Thresholds, pairs string) {
 	*t = Defaults()
-	f.IntVar(&t.MinDecided, "min-decided", DefaultMinDecided, "exit 3 (inconclusive) when fewer "+pairs+" were decided (held or violated, not undecided or perturbed)")
+	f.IntVar(&t.MinDecided, "min-decided", DefaultMinDecided, "exit 3 (inconclusive) when fewer than this many "+pairs+" were decided (held or violated; not undecided, not in perturbed runs)")
 	f.Float64Var(&t.MaxPerturbed, "max-perturbed", DefaultMaxPerturbed, "exit 3 (inconclusive) when more than this share (0 to 1) of the runs were perturbed")
 }
