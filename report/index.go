@@ -108,6 +108,7 @@ dl.header dd { margin: 0; }
 .pending { background: #fff; color: #999; }
 .runs .ok { color: #155724; background: none; } .runs .illegal { color: #a00; font-weight: bold; background: none; }
 .runs .unknown, .runs .error { color: #8a6d00; background: none; }
+.underload { background: #e5d4f5; } .runs .underload { color: #5a2d82; font-weight: bold; background: none; }
 `
 
 // inlineMarkdown renders a line's ` + "`code`" + ` and **bold**, escaping everything else.

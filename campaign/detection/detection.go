@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/internal/gate"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
@@ -58,15 +59,58 @@ type Row struct {
 	Unconfirmed int            `json:"unconfirmed,omitempty"`
 	Elapsed     plan.Duration  `json:"elapsed"`
 	Space       campaign.Space `json:"space"`
+	// Runs and Perturbed count the plans of its searches that ran to a verdict and, apart,
+	// those whose harness stalled; Pairs their (plan, property) pairs by outcome.
+	Runs      int                 `json:"runs"`
+	Perturbed int                 `json:"perturbed,omitempty"`
+	Pairs     campaign.ClaimCount `json:"pairs"`
 }
 
 // FalseAlarms is one implementation's false-alarm count: over how many claimed
 // (plan, property) pairs, from how many plans, and how many were violated.
 type FalseAlarms struct {
-	Impl   string              `json:"impl"`
-	Plans  int                 `json:"plans"`
-	Errors int                 `json:"errors"` // plans that failed to run
-	Claims campaign.ClaimCount `json:"claims"`
+	Impl   string `json:"impl"`
+	Plans  int    `json:"plans"`
+	Errors int    `json:"errors"` // plans that failed to run
+	// Perturbed counts the plans whose harness stalled: their pairs count as perturbed.
+	Perturbed int                 `json:"perturbed,omitempty"`
+	Claims    campaign.ClaimCount `json:"claims"`
+}
+
+// Missed is each class that some seed did not find, as "class (found/seeds)".
+func (r Result) Missed() []string {
+	var out []string
+	for _, row := range r.Rows {
+		if row.Found < row.Seeds {
+			out = append(out, fmt.Sprintf("%s (%d/%d)", row.Class, row.Found, row.Seeds))
+		}
+	}
+	return out
+}
+
+// Alarms counts the false alarms: claimed pairs violated in fault-free calm plans.
+func (r Result) Alarms() int {
+	n := 0
+	for _, fa := range r.FalseAlarms {
+		n += fa.Claims.Violated
+	}
+	return n
+}
+
+// Decided is what the benchmark decided: the pairs of its class searches, the claimed
+// pairs of its false-alarm campaigns, and their runs.
+func (r Result) Decided() gate.Counts {
+	var g gate.Counts
+	add := func(c campaign.ClaimCount, runs, perturbed int) {
+		g.Add(gate.Counts{Decided: c.Decided(), Undecided: c.Undecided, Perturbed: c.Perturbed, Runs: runs + perturbed, PerturbedRuns: perturbed})
+	}
+	for _, row := range r.Rows {
+		add(row.Pairs, row.Runs, row.Perturbed)
+	}
+	for _, fa := range r.FalseAlarms {
+		add(fa.Claims, fa.Plans, fa.Perturbed)
+	}
+	return g
 }
 
 // Result is the whole benchmark.
@@ -160,6 +204,8 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 				return res, fmt.Errorf("class %s, seed %d: %w", c.ID, seed, err)
 			}
 			row.Unconfirmed += sum.Unconfirmed[c.ID]
+			row.Runs, row.Perturbed = row.Runs+sum.Runs, row.Perturbed+sum.Perturbed
+			row.Pairs.Add(sum.Pairs)
 			first, ok := sum.FirstDetection[c.ID]
 			if !sum.Detected || !ok {
 				row.Missed = append(row.Missed, seed)
@@ -218,6 +264,7 @@ func falseAlarms(ctx context.Context, o Options, impl lockimpl.Impl) (FalseAlarm
 		got := sum.Claims[impl.Name]
 		fa.Plans += sum.Runs
 		fa.Errors += sum.Errors
+		fa.Perturbed += sum.Perturbed
 		fa.Claims.Add(got)
 		o.progress("fault-free %s seed %d: %d plans, %d claimed pairs decided (%d violated, %d undecided), %d errors",
 			impl.Name, seed, sum.Runs, got.Decided(), got.Violated, got.Undecided, sum.Errors)

@@ -40,6 +40,8 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"campaign", "--max-perturbed", "1.5", "--out", dir}, "flag --max-perturbed: want a share from 0 to 1"},
 		{[]string{"campaign", "--min-decided", "-1", "--out", dir}, "flag --min-decided: must not be negative"},
 		{[]string{"campaign", "merge", "--min-decided", "-1", "--out", dir, missing}, "flag --min-decided: must not be negative"},
+		{[]string{"matrix", "--max-perturbed", "-0.5", "--out", dir}, "flag --max-perturbed: want a share from 0 to 1"},
+		{[]string{"detection", "--min-decided", "-2", "--out", dir}, "flag --min-decided: must not be negative"},
 		{[]string{"replay", missing}, missing},
 		{[]string{"replay", "--repeat", "0", missing}, "flag --repeat: want at least 1"},
 		{[]string{"detection", "--claimed-pairs", "-1", "--out", dir}, "--claimed-pairs at least 0"},

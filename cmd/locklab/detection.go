@@ -15,6 +15,7 @@ import (
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
+	"github.com/locklab/locklab/internal/gate"
 	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/internal/mdblock"
 	"github.com/locklab/locklab/report"
@@ -30,6 +31,7 @@ func newDetectionCmd() *cobra.Command {
 		markdown       string
 		marker         string
 		seeds, claimed int // as typed; commandLine reprints the flags, so never rewrite them
+		th             gate.Thresholds
 	)
 	cmd := &cobra.Command{
 		Use:   "detection",
@@ -50,7 +52,10 @@ lines <!-- MARKER:begin --> and <!-- MARKER:end --> in FILE (--marker, default
 detection).
 
 Exit status: 0 every class was found by every seed and there was no false alarm, 1 a
-class was missed or a false alarm seen, 2 an error or an interruption.`,
+false alarm seen or a class missed, 2 an error or an interruption, 3 inconclusive:
+without a false alarm, the searches decided fewer than --min-decided (plan, property)
+pairs, or more than --max-perturbed of their plans were perturbed (a missed class then
+says nothing).`,
 		Example: `  locklab detection --seeds 10 --shrink --markdown BENCHMARKS.md
   locklab detection --class pause-past-ttl,check-then-set --seeds 3
   locklab detection --seeds 0 --impl seed-withlock --parallel 4`,
@@ -70,6 +75,9 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 					return &statusError{exitError, fmt.Errorf("flag --class: %w", err)}
 				}
 				o.Classes = append(o.Classes, c)
+			}
+			if err := th.Validate(); err != nil {
+				return &statusError{exitError, err}
 			}
 			reg, err := registryFor(cmd)
 			if err != nil {
@@ -131,15 +139,10 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 					return &statusError{exitError, err}
 				}
 			}
-			var missed []string
-			for _, r := range res.Rows {
-				if r.Found < r.Seeds {
-					missed = append(missed, fmt.Sprintf("%s (%d/%d)", r.Class, r.Found, r.Seeds))
-				}
-			}
-			alarms := 0
-			for _, fa := range res.FalseAlarms {
-				alarms += fa.Claims.Violated
+			missed, alarms := res.Missed(), res.Alarms()
+			fmt.Fprintf(cmd.ErrOrStderr(), "decided: %s\n", res.Decided())
+			if err := th.Check(res.Decided(), "(plan, property) pairs"); err != nil && alarms == 0 {
+				return &statusError{exitUnknown, fmt.Errorf("detection %w", err)}
 			}
 			if len(missed) > 0 || alarms > 0 {
 				return &statusError{exitViolation, fmt.Errorf("missed: %s; false alarms: %d", strings.Join(missed, ", "), alarms)}
@@ -160,5 +163,6 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 	f.DurationVar(&o.ShrinkTime, "shrink-time", 0, "time to spend shrinking one detection (0: the campaign default)")
 	f.StringVar(&o.Out, "out", "out/detection", "output directory")
 	f.StringVar(&markdown, "markdown", "", "Markdown file whose table between the --marker lines is replaced")
+	gate.AddFlags(f, &th, "(plan, property) pairs (of class searches: any; of false alarms: claimed)")
 	return cmd
 }
