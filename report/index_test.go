@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/browsertest"
+	"github.com/locklab/locklab/internal/gate"
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
@@ -459,6 +460,16 @@ func TestDetectionIndex(t *testing.T) {
 	b := browsertest.Open(t, filepath.Join(dir, IndexFile))
 	b.MustHave("table#detections tr[data-class]", "td.first-detection a.timeline", "td.searches a.campaign", "table#false-alarms")
 	b.Screenshot()
+	// Asked to decide more than its searches did, the missed seed says nothing: the page
+	// reads INCONCLUSIVE, as the command's exit status 3 does.
+	r.Thresholds = &gate.Thresholds{MinDecided: 1000, MaxPerturbed: 0.5}
+	if err := WriteDetectionIndex(dir, r, "locklab detection"); err != nil {
+		t.Fatal(err)
+	}
+	if v := readIndex(t, dir).byID(t, "verdict"); !v.hasClass("inconclusive") || !strings.HasPrefix(v.text.String(), "INCONCLUSIVE") ||
+		!strings.Contains(v.text.String(), "30 (plan, property) pairs decided (2 undecided, 0 in perturbed runs), fewer than --min-decided 1000") {
+		t.Errorf("verdict %q", v.text.String())
+	}
 }
 
 // TestEmptyIndexes: pages of nothing render, well-formed, saying so.

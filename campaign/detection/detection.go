@@ -127,6 +127,17 @@ type Result struct {
 	ClaimedPairs int           `json:"claimed_pairs"` // the target per implementation
 	GoVersion    string        `json:"go_version"`
 	Interrupted  bool          `json:"interrupted,omitempty"`
+	// Thresholds, when set, are what the benchmark must decide to be conclusive.
+	Thresholds *gate.Thresholds `json:"thresholds,omitempty"`
+}
+
+// Inconclusive says why the benchmark decided too little to count a missed class, or
+// nil: without thresholds, and after a false alarm (a failure whatever else), it is nil.
+func (r Result) Inconclusive() error {
+	if r.Thresholds == nil || r.Alarms() > 0 {
+		return nil
+	}
+	return r.Thresholds.Check(r.Decided(), "(plan, property) pairs")
 }
 
 func (o Options) withDefaults() Options {

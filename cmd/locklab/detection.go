@@ -117,6 +117,7 @@ says nothing).`,
 			if err != nil {
 				return &statusError{exitError, err}
 			}
+			res.Thresholds = &th
 			md := report.DetectionMarkdown(res, commandLine(cmd))
 			if err := os.MkdirAll(o.Out, 0o755); err != nil {
 				return &statusError{exitError, err}
@@ -141,7 +142,7 @@ says nothing).`,
 			}
 			missed, alarms := res.Missed(), res.Alarms()
 			fmt.Fprintf(cmd.ErrOrStderr(), "decided: %s\n", res.Decided())
-			if err := th.Check(res.Decided(), "(plan, property) pairs"); err != nil && alarms == 0 {
+			if err := res.Inconclusive(); err != nil {
 				return &statusError{exitUnknown, fmt.Errorf("detection %w", err)}
 			}
 			if len(missed) > 0 || alarms > 0 {
