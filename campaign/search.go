@@ -17,6 +17,7 @@ import (
 
 	"github.com/locklab/locklab/campaign/expect"
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/internal/gate"
 	"github.com/locklab/locklab/internal/rapidshrink"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
@@ -99,6 +100,8 @@ type SearchOptions struct {
 	Render func(dir string, s *Summary) error
 	// Checked, when set, gets each checked, unperturbed run's plan and result, from its goroutine.
 	Checked func(plan.Plan, lin.Result)
+	// Thresholds, when set, are recorded in the summary: what it must decide to be conclusive.
+	Thresholds *gate.Thresholds
 }
 
 // Progress is a campaign's state, as the progress line shows it.
@@ -323,21 +326,26 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 		s.emit("", rec)
 		return
 	}
+	by := expect.ExpectedBy(p, impl)
 	if rep.Perturbed != "" {
-		// The harness stalled: whatever the checkers say is about this machine, so it is
-		// neither a violation nor a pass of the plan. The run is kept for a look.
+		// The harness stalled: whatever the checkers say may be about this machine, so it
+		// is neither a violation nor a pass of the plan; a violation is a finding under
+		// load. The run is kept for a look.
 		rec := &RunRecord{Index: i, Plan: desc, Error: "perturbed: " + rep.Perturbed, RunTime: rep.RunTime, Ops: rep.Ops}
 		s.mu.Lock()
-		s.sum.addPerturbed(p, i, s.rel(dir), rep.Perturbed)
+		u := s.sum.addPerturbed(p, i, rep, by, s.rel(dir))
 		s.mu.Unlock()
-		s.emit(fmt.Sprintf("#%05d: perturbed (%s)", i, rep.Perturbed), rec)
+		note := fmt.Sprintf("#%05d: perturbed (%s)", i, rep.Perturbed)
+		if u != nil {
+			note = fmt.Sprintf("#%05d: %s illegal UNDER LOAD (perturbed: %s)", i, lin.JoinProperties(u.Illegal, ","), rep.Perturbed)
+		}
+		s.emit(note, rec)
 		return
 	}
 	if s.o.Checked != nil {
 		s.o.Checked(p, rep.Result)
 	}
 	illegal, unknown := splitVerdicts(rep.Result)
-	by := expect.ExpectedBy(p, impl)
 	rec := &RunRecord{Index: i, Plan: desc, Illegal: illegal, Unknown: unknown, RunTime: rep.RunTime, Ops: rep.Ops}
 	for _, prop := range illegal {
 		if by[prop] != "" {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/internal/gate"
 	"github.com/locklab/locklab/internal/jsonfile"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/plan"
@@ -49,6 +49,11 @@ type Summary struct {
 	// Claims counts, per implementation, the (plan, property) pairs that an expectation
 	// rule claims, by verdict: what a count of false alarms is measured over.
 	Claims map[string]ClaimCount `json:"claims,omitempty"`
+	// Pairs counts every (plan, property) pair with something to check, claimed or not:
+	// what a class search, which looks for what the rules do not claim, is measured by.
+	Pairs ClaimCount `json:"pairs"`
+	// Thresholds, when set, are what the campaign must decide to be conclusive.
+	Thresholds *gate.Thresholds `json:"thresholds,omitempty"`
 
 	Violations     map[lin.Property]int `json:"violations"`        // runs with the property illegal
 	Unknown        map[lin.Property]int `json:"unknown,omitempty"` // runs whose checker ran out of time on it
@@ -73,7 +78,25 @@ type Summary struct {
 	// violations, not passes; PerturbedRuns lists them (Error says why).
 	Perturbed     int         `json:"perturbed,omitempty"`
 	PerturbedRuns []*RunError `json:"perturbed_runs,omitempty"`
-	Groups        []*Group    `json:"groups"` // runs by implementation, topology, fencing and fault kinds
+	// UnderLoad are the perturbed runs that violated a property: findings under load,
+	// counted neither as findings nor as passes (the stall may be their cause), and never
+	// dropped (a lock may break only under load). Their directories are kept.
+	UnderLoad []*UnderLoad `json:"under_load,omitempty"`
+	Groups    []*Group     `json:"groups"` // runs by implementation, topology, fencing and fault kinds
+}
+
+// UnderLoad is a violation seen in a run whose harness stalled, with the stall.
+type UnderLoad struct {
+	Run      int            `json:"run"`
+	Impl     string         `json:"impl"`
+	Topology string         `json:"topology"`
+	Fencing  string         `json:"fencing"`
+	Faults   string         `json:"faults"`
+	Illegal  []lin.Property `json:"illegal"`
+	Safe     []lin.Property `json:"safe_configuration,omitempty"` // illegal although the models expect them to hold
+	Dir      string         `json:"dir"`
+	Plan     string         `json:"plan"`
+	Stall    string         `json:"stall"` // the perturbation the runner recorded
 }
 
 // First is when something was first seen.
@@ -149,22 +172,8 @@ type RunError struct {
 	Error string `json:"error"`
 }
 
-// appendRunErrors appends copies of es with their paths rewritten by rel, up to
-// maxRunErrors in all.
-func appendRunErrors(dst, es []*RunError, rel func(string) string) []*RunError {
-	for _, e := range es {
-		if len(dst) >= maxRunErrors {
-			break
-		}
-		c := *e
-		c.Dir, c.Plan = rel(e.Dir), rel(e.Plan)
-		dst = append(dst, &c)
-	}
-	return dst
-}
-
-// maxRunErrors bounds the errors a summary lists (all are counted).
-const maxRunErrors = 50
+// MaxRunErrors bounds the errors and perturbed runs a summary lists (all are counted).
+const MaxRunErrors = 50
 
 // Group counts the runs of one kind of plan: one JUnit test case.
 type Group struct {
@@ -185,6 +194,7 @@ func newSummary(o SearchOptions, sp Space) *Summary {
 		Violations: map[lin.Property]int{}, Unknown: map[lin.Property]int{},
 		FirstViolation: map[lin.Property]First{}, FirstDetection: map[string]First{},
 		Unconfirmed: map[string]int{}, Searched: map[string]bool{}, Claims: map[string]ClaimCount{},
+		Thresholds: o.Thresholds,
 	}
 	if o.Class != nil {
 		s.Class = o.Class.ID
@@ -227,12 +237,14 @@ func (s *Summary) countPlan(p plan.Plan) {
 }
 
 // ClaimCount counts (plan, property) pairs that a rule claims to hold: the ones the
-// checker found to hold, violated (safe-configuration violations) or could not decide.
-// Properties with nothing to check (n/a) are not counted.
+// checker found to hold, violated (safe-configuration violations) or could not decide,
+// and those of perturbed runs, which decide nothing. Properties with nothing to check
+// (n/a) are not counted.
 type ClaimCount struct {
 	Held      int `json:"held"`
 	Violated  int `json:"violated"`
 	Undecided int `json:"undecided"`
+	Perturbed int `json:"perturbed,omitempty"`
 }
 
 // Decided is the pairs the checker decided: the claims put to the test.
@@ -241,33 +253,47 @@ func (c ClaimCount) Decided() int { return c.Held + c.Violated }
 // Add adds d's counts to c.
 func (c *ClaimCount) Add(d ClaimCount) {
 	c.Held, c.Violated, c.Undecided = c.Held+d.Held, c.Violated+d.Violated, c.Undecided+d.Undecided
+	c.Perturbed += d.Perturbed
 }
 
-// Count counts one claimed pair by its verdict; n/a (nothing to check) is not a pair.
-func (c *ClaimCount) Count(v lin.Verdict) {
-	switch v {
-	case lin.OK:
+// count counts one pair by its verdict, or as perturbed.
+func (c *ClaimCount) count(v lin.Verdict, perturbed bool) {
+	switch {
+	case v == lin.NA || v == "":
+	case perturbed:
+		c.Perturbed++
+	case v == lin.OK:
 		c.Held++
-	case lin.Illegal:
+	case v == lin.Illegal:
 		c.Violated++
-	case lin.Unknown:
+	case v == lin.Unknown:
 		c.Undecided++
 	}
 }
+
+// countPairs counts the pairs of a run, all of them and the ones the rules claim (by).
+func (s *Summary) countPairs(p plan.Plan, rep runner.Report, by map[lin.Property]string, perturbed bool) {
+	c := s.Claims[p.Impl]
+	for _, pr := range rep.Result.Properties {
+		s.Pairs.count(pr.Verdict, perturbed)
+		if by[pr.Property] != "" {
+			c.count(pr.Verdict, perturbed)
+		}
+	}
+	if len(by) > 0 {
+		s.Claims[p.Impl] = c
+	}
+}
+
+// Count counts one claimed pair of an unperturbed run by its verdict; n/a (nothing to
+// check) is not a pair.
+func (c *ClaimCount) Count(v lin.Verdict) { c.count(v, false) }
 
 // addRun counts a finished run of a generated plan; by is what the rules claim for it.
 func (s *Summary) addRun(p plan.Plan, rep runner.Report, rec *RunRecord, by map[lin.Property]string) {
 	s.Runs++
 	s.countPlan(p)
-	if len(by) > 0 {
-		c := s.Claims[p.Impl]
-		for _, pr := range rep.Result.Properties {
-			if by[pr.Property] != "" {
-				c.Count(pr.Verdict)
-			}
-		}
-		s.Claims[p.Impl] = c
-	}
+	s.countPairs(p, rep, by, false)
 	g := s.group(p)
 	g.Runs++
 	g.RunTime = plan.D(g.RunTime.D() + rep.RunTime)
@@ -290,13 +316,29 @@ func (s *Summary) addRun(p plan.Plan, rep runner.Report, rec *RunRecord, by map[
 	}
 }
 
-// addPerturbed counts a run whose harness stalled.
-func (s *Summary) addPerturbed(p plan.Plan, i int, dir, why string) {
+// addPerturbed counts a run whose harness stalled; a violation in it is a finding under
+// load. It returns that finding, or nil.
+func (s *Summary) addPerturbed(p plan.Plan, i int, rep runner.Report, by map[lin.Property]string, dir string) *UnderLoad {
 	s.Perturbed++
 	s.countPlan(p)
-	if len(s.PerturbedRuns) < maxRunErrors {
-		s.PerturbedRuns = append(s.PerturbedRuns, &RunError{Run: i, Plan: dir + "/" + runner.PlanFile, Dir: dir, Error: why})
+	s.countPairs(p, rep, by, true)
+	planPath := dir + "/" + runner.PlanFile
+	if len(s.PerturbedRuns) < MaxRunErrors {
+		s.PerturbedRuns = append(s.PerturbedRuns, &RunError{Run: i, Plan: planPath, Dir: dir, Error: rep.Perturbed})
 	}
+	illegal, _ := splitVerdicts(rep.Result)
+	if len(illegal) == 0 {
+		return nil
+	}
+	u := &UnderLoad{Run: i, Impl: p.Impl, Topology: p.Topology, Fencing: p.Fencing, Faults: faultKinds(p),
+		Illegal: illegal, Dir: dir, Plan: planPath, Stall: rep.Perturbed}
+	for _, prop := range illegal {
+		if by[prop] != "" {
+			u.Safe = append(u.Safe, prop)
+		}
+	}
+	s.UnderLoad = append(s.UnderLoad, u)
+	return u
 }
 
 // addError counts a plan that could not be run.
@@ -306,7 +348,7 @@ func (s *Summary) addError(p plan.Plan, i int, dir string, err error) {
 	g := s.group(p)
 	g.Runs++
 	g.Errors++
-	if len(s.RunErrors) < maxRunErrors {
+	if len(s.RunErrors) < MaxRunErrors {
 		s.RunErrors = append(s.RunErrors, &RunError{Run: i, Plan: dir + "/" + runner.PlanFile, Dir: dir, Error: err.Error()})
 	}
 }
@@ -369,6 +411,37 @@ func (s *Summary) finish() {
 	}
 }
 
+// Counts is what the campaign decided, as its thresholds measure it: the claimed pairs,
+// or all pairs when it searched for classes (see Pairs).
+func (s *Summary) Counts() gate.Counts {
+	c := s.Pairs
+	if len(s.SearchedFor()) == 0 {
+		c = ClaimCount{}
+		for _, x := range s.Claims {
+			c.Add(x)
+		}
+	}
+	return gate.Counts{Decided: c.Decided(), Undecided: c.Undecided, Perturbed: c.Perturbed, Runs: s.Runs + s.Perturbed, PerturbedRuns: s.Perturbed}
+}
+
+// PairsName names what Counts counts.
+func (s *Summary) PairsName() string {
+	if len(s.SearchedFor()) > 0 {
+		return "pairs"
+	}
+	return "claimed pairs"
+}
+
+// Inconclusive says why the campaign decided too little to pass, or nil: without
+// thresholds, after a safe-configuration violation (a failure whatever else was
+// decided) and when every class searched for was found, it is nil.
+func (s *Summary) Inconclusive() error {
+	if s.Thresholds == nil || s.SafeViolations > 0 || (len(s.SearchedFor()) > 0 && len(s.Missed()) == 0) {
+		return nil
+	}
+	return s.Thresholds.Check(s.Counts(), s.PairsName())
+}
+
 // OK reports whether the campaign passed: no safe-configuration violation, and every
 // class searched for found and confirmed (in a merged summary: by one of its parts).
 func (s *Summary) OK() bool {
@@ -411,140 +484,6 @@ func ReadSummary(path string) (*Summary, error) {
 		return nil, fmt.Errorf("read summary: %w", err)
 	}
 	return &s, nil
-}
-
-// Merge combines the summaries of several shards (or campaigns) read from dirs into one
-// written for directory out: counts add up, first times are the earliest, paths are
-// rewritten relative to out, the elapsed time is the longest (shards run side by side).
-func Merge(out string, dirs []string, sums []*Summary) *Summary {
-	m := &Summary{
-		PlansPerImpl: map[string]int{}, PlansPerFault: map[string]int{},
-		Violations: map[lin.Property]int{}, Unknown: map[lin.Property]int{},
-		FirstViolation: map[lin.Property]First{}, FirstDetection: map[string]First{},
-		Unconfirmed: map[string]int{}, Searched: map[string]bool{}, Claims: map[string]ClaimCount{},
-	}
-	mixed, minutes := false, 0.0
-	for k, s := range sums {
-		rel := func(p string) string {
-			if p == "" {
-				return ""
-			}
-			if r, err := filepath.Rel(out, filepath.Join(dirs[k], filepath.FromSlash(p))); err == nil {
-				return filepath.ToSlash(r)
-			}
-			return p
-		}
-		if k == 0 {
-			m.Seed, m.Class, m.Space, m.Started = s.Seed, s.Class, s.Space, s.Started
-		}
-		if !slices.Contains(m.Seeds, s.Seed) {
-			m.Seeds = append(m.Seeds, s.Seed)
-		}
-		if s.Class != m.Class {
-			m.Class = ""
-		}
-		if !reflect.DeepEqual(s.Space, m.Space) {
-			mixed = true
-		}
-		minutes += s.Elapsed.D().Minutes()
-		shards := s.Shards
-		if len(shards) == 0 {
-			shards = []string{s.Shard + " " + filepath.ToSlash(dirs[k])}
-		}
-		m.Shards = append(m.Shards, shards...)
-		if s.Started.Before(m.Started) {
-			m.Started = s.Started
-		}
-		m.Elapsed = plan.D(max(m.Elapsed.D(), s.Elapsed.D()))
-		m.Interrupted = m.Interrupted || s.Interrupted
-		m.Runs += s.Runs
-		m.Reruns += s.Reruns
-		m.Errors += s.Errors
-		m.Perturbed += s.Perturbed
-		m.SafeViolations += s.SafeViolations
-		m.Findings += s.Findings
-		m.Detected = m.Detected || s.Detected
-		for c, found := range s.SearchedFor() {
-			m.Searched[c] = m.Searched[c] || found
-		}
-		for c, n := range s.Unconfirmed {
-			m.Unconfirmed[c] += n
-		}
-		for impl, c := range s.Claims {
-			mc := m.Claims[impl]
-			mc.Add(c)
-			m.Claims[impl] = mc
-		}
-		for k, v := range s.PlansPerImpl {
-			m.PlansPerImpl[k] += v
-		}
-		for k, v := range s.PlansPerFault {
-			m.PlansPerFault[k] += v
-		}
-		for k, v := range s.Violations {
-			m.Violations[k] += v
-		}
-		for k, v := range s.Unknown {
-			m.Unknown[k] += v
-		}
-		earliest := func(old First, ok bool, f First) First {
-			f.Plan = rel(f.Plan)
-			if !ok || f.After.D() < old.After.D() {
-				return f
-			}
-			return old
-		}
-		for k, f := range s.FirstViolation {
-			old, ok := m.FirstViolation[k]
-			m.FirstViolation[k] = earliest(old, ok, f)
-		}
-		for k, f := range s.FirstDetection {
-			old, ok := m.FirstDetection[k]
-			m.FirstDetection[k] = earliest(old, ok, f)
-		}
-		for _, f := range s.Failures {
-			c := *f
-			c.Dir, c.Plan, c.Saved, c.Report = rel(f.Dir), rel(f.Plan), rel(f.Saved), rel(f.Report)
-			m.Failures = append(m.Failures, &c)
-		}
-		m.PerturbedRuns = appendRunErrors(m.PerturbedRuns, s.PerturbedRuns, rel)
-		m.RunErrors = appendRunErrors(m.RunErrors, s.RunErrors, rel)
-		for _, g := range s.Groups {
-			mg := (*Group)(nil)
-			for _, h := range m.Groups {
-				if h.Name == g.Name {
-					mg = h
-				}
-			}
-			if mg == nil {
-				mg = &Group{Name: g.Name, Impl: g.Impl}
-				m.Groups = append(m.Groups, mg)
-			}
-			mg.Runs += g.Runs
-			mg.Failed += g.Failed
-			mg.SafeViolations += g.SafeViolations
-			mg.Errors += g.Errors
-			mg.RunTime = plan.D(mg.RunTime.D() + g.RunTime.D())
-			mg.FailedRuns = append(mg.FailedRuns, g.FailedRuns...)
-		}
-	}
-	if len(m.Seeds) == 1 {
-		m.Seeds = nil
-	}
-	m.Shard = "merged"
-	if mixed {
-		m.Space = Space{} // several spaces: the merged summaries say which
-		m.Mixed = true
-	}
-	// Per runner: the shards' plans over the time they took together.
-	if minutes > 0 {
-		m.PlansPerMinute = float64(int(float64(m.Runs+m.Errors)/minutes*10+0.5)) / 10
-	}
-	slices.SortFunc(m.Failures, func(a, b *Failure) int {
-		return cmp.Or(cmp.Compare(a.Dir, b.Dir), cmp.Compare(a.Run, b.Run))
-	})
-	slices.SortFunc(m.Groups, func(a, b *Group) int { return cmp.Compare(a.Name, b.Name) })
-	return m
 }
 
 // GroupName is the name of the group of plans the failure's plan belongs to.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/gate"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/runner"
@@ -86,27 +87,8 @@ func TestSummaryCounts(t *testing.T) {
 	}
 }
 
-// TestMergeShards: merged counts add up, first violations are the earliest, and paths
-// point into the shards' directories from the merged one.
-func TestMergeShards(t *testing.T) {
-	a, b := sampleSummary(t, Shard{0, 2}), sampleSummary(t, Shard{1, 2})
-	m := Merge("out/all", []string{"out/s0", "out/s1"}, []*Summary{a, b})
-	if m.Runs != 6 || m.Errors != 2 || m.SafeViolations != 2 || m.Findings != 2 || m.Violations[lin.P1] != 4 || len(m.Failures) != 4 || len(m.Shards) != 2 {
-		t.Fatalf("merged: %+v", m)
-	}
-	if f := m.FirstViolation[lin.P1]; f.Run != 0 || f.Plan != "../s0/runs/00000/plan.json" {
-		t.Errorf("first P1: %+v", f)
-	}
-	for _, f := range m.Failures {
-		if !strings.HasPrefix(f.Saved, "../s") || !strings.HasPrefix(f.Dir, "../s") {
-			t.Errorf("path not rewritten: %+v", f)
-		}
-	}
-}
-
 // TestOnlyConfirmedDetectionsCount: a run that detects a class is a candidate; the class
-// is found only once a re-run confirms it, and a merge of a class search that found its
-// class with one that did not still fails for the missing one.
+// is found only once a re-run confirms it.
 func TestOnlyConfirmedDetectionsCount(t *testing.T) {
 	class := Class{ID: "pause-past-ttl"}
 	s := newSummary(SearchOptions{Seed: 1, Class: &class}, Space{})
@@ -126,16 +108,90 @@ func TestOnlyConfirmedDetectionsCount(t *testing.T) {
 	if !s.Detected || !s.OK() || s.FirstDetection["pause-past-ttl"].After.D() != 3*time.Second || len(f.Confirmed) != 1 {
 		t.Fatalf("a confirmed detection did not count: %+v", s)
 	}
+}
 
-	other := Class{ID: "slow-write"}
-	missed := newSummary(SearchOptions{Seed: 1, Class: &other}, Space{})
-	m := Merge("out", []string{"a", "b"}, []*Summary{s, missed})
-	if m.OK() || !slices.Equal(m.Missed(), []string{"slow-write"}) || !m.Searched["pause-past-ttl"] {
-		t.Errorf("merged: ok %v, missed %v, searched %v; want slow-write missed", m.OK(), m.Missed(), m.Searched)
+// verdicts is a result with the given verdict on every property.
+func verdicts(v lin.Verdict) lin.Result {
+	r := lin.Result{Verdict: v}
+	for _, p := range lin.AllProperties() {
+		r.Properties = append(r.Properties, lin.PropertyResult{Property: p, Verdict: v})
 	}
-	// A summary written before Searched existed still says which class it looked for.
-	old := &Summary{Class: "no-expiry"}
-	if m := Merge("out", []string{"c"}, []*Summary{old}); m.OK() || !slices.Equal(m.Missed(), []string{"no-expiry"}) {
-		t.Errorf("merged old summary: ok %v, missed %v", m.OK(), m.Missed())
+	return r
+}
+
+// TestNothingDecidedIsInconclusive: a campaign whose claimed pairs were all undecided
+// (the checker timed out), or whose runs were all perturbed, is inconclusive, and says
+// how many pairs it decided; one that decided its claims is not.
+func TestNothingDecidedIsInconclusive(t *testing.T) {
+	p := plan.Default()
+	p.Impl, p.Fencing = "fenced", "full"
+	all := map[lin.Property]string{lin.P1: "r", lin.P2: "r", lin.P3: "r", lin.L1: "r"}
+	th := &gate.Thresholds{MinDecided: 1, MaxPerturbed: 0.5}
+	timedOut := newSummary(SearchOptions{Thresholds: th}, Space{})
+	for i := range 3 {
+		timedOut.addRun(p, runner.Report{Plan: p, Result: verdicts(lin.Unknown)}, &RunRecord{Index: i}, all)
+	}
+	if c := timedOut.Counts(); c.Decided != 0 || c.Undecided != 12 || c.Runs != 3 {
+		t.Errorf("timed out: counts %+v", c)
+	}
+	if err := timedOut.Inconclusive(); err == nil || !strings.Contains(err.Error(), "0 claimed pairs decided (12 undecided") {
+		t.Errorf("every claim undecided: %v", err)
+	}
+	if !timedOut.OK() {
+		t.Errorf("an inconclusive campaign is no failure")
+	}
+
+	perturbed := newSummary(SearchOptions{Thresholds: th}, Space{})
+	perturbed.addRun(p, runner.Report{Plan: p, Result: verdicts(lin.OK)}, &RunRecord{Index: 0}, all)
+	for i := 1; i <= 2; i++ {
+		perturbed.addPerturbed(p, i, runner.Report{Plan: p, Result: verdicts(lin.OK), Perturbed: "stalled"}, all, "runs/x")
+	}
+	if c := perturbed.Counts(); c.Decided != 4 || c.Perturbed != 8 || c.PerturbedRuns != 2 || c.Runs != 3 {
+		t.Errorf("perturbed: counts %+v", c)
+	}
+	if err := perturbed.Inconclusive(); err == nil || !strings.Contains(err.Error(), "2 of 3 runs perturbed") {
+		t.Errorf("2 of 3 runs perturbed: %v", err)
+	}
+	perturbed.Thresholds = &gate.Thresholds{MinDecided: 4, MaxPerturbed: 0.7}
+	if err := perturbed.Inconclusive(); err != nil {
+		t.Errorf("4 decided, 2 of 3 perturbed, within 0.7: %v", err)
+	}
+
+	// A class search is measured by all its pairs (the rules claim nothing of a mutant),
+	// and one that found its class is conclusive whatever it decided.
+	class := Class{ID: "pause-past-ttl"}
+	search := newSummary(SearchOptions{Thresholds: th, Class: &class}, Space{})
+	search.addRun(p, runner.Report{Plan: p, Result: verdicts(lin.OK)}, &RunRecord{Index: 0}, nil)
+	if c := search.Counts(); c.Decided != len(lin.AllProperties()) || search.Inconclusive() != nil || search.OK() {
+		t.Errorf("class search: counts %+v, inconclusive %v, ok %v (want decided, not found)", c, search.Inconclusive(), search.OK())
+	}
+	search.Searched[class.ID] = true
+	search.Thresholds = &gate.Thresholds{MinDecided: 100}
+	if search.Inconclusive() != nil || !search.OK() {
+		t.Errorf("a class search that found its class: %v", search.Inconclusive())
+	}
+}
+
+// TestViolationsUnderLoad: a perturbed run's violation is neither a finding nor dropped:
+// it is a finding under load with the stall, its safe-configuration properties named.
+func TestViolationsUnderLoad(t *testing.T) {
+	s := newSummary(SearchOptions{}, Space{})
+	p := plan.Default()
+	p.Impl = "fenced"
+	res := verdicts(lin.OK)
+	res.Properties[1].Verdict = lin.Illegal // P2
+	stall := "the harness stalled for 180ms (redis store)"
+	u := s.addPerturbed(p, 7, runner.Report{Plan: p, Result: res, Perturbed: stall}, map[lin.Property]string{lin.P2: "r"}, "runs/00007")
+	if u == nil || len(s.UnderLoad) != 1 || s.UnderLoad[0] != u {
+		t.Fatalf("under load: %+v", s.UnderLoad)
+	}
+	if u.Run != 7 || !slices.Equal(u.Illegal, []lin.Property{lin.P2}) || !slices.Equal(u.Safe, []lin.Property{lin.P2}) || u.Stall != stall || u.Dir != "runs/00007" {
+		t.Errorf("finding under load %+v", u)
+	}
+	if s.Findings != 0 || s.SafeViolations != 0 || s.Violations[lin.P2] != 0 || s.Perturbed != 1 || s.PerturbedRuns[0].Error != stall {
+		t.Errorf("a perturbed run counted as a violation: %+v", s)
+	}
+	if s.addPerturbed(p, 8, runner.Report{Plan: p, Result: verdicts(lin.OK), Perturbed: stall}, nil, "runs/00008") != nil || len(s.UnderLoad) != 1 {
+		t.Errorf("a perturbed run without a violation is no finding under load")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locklab/locklab/internal/gate"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
@@ -159,5 +160,43 @@ func TestCellSummary(t *testing.T) {
 		if got := c.cell.Summary(); got != c.want {
 			t.Errorf("summary %q, want %q", got, c.want)
 		}
+	}
+}
+
+// TestViolationsUnderLoad: a perturbed run's violation is not counted among the cell's
+// verdicts, nor dropped: the cell shows it under load, counts it per property, is
+// coloured apart from a violation and from the testbed's trouble, and the matrix's
+// decided pairs leave the perturbed run's pairs out.
+func TestViolationsUnderLoad(t *testing.T) {
+	run := func(p1, p2 lin.Verdict, perturbed string) CellRun {
+		v := lin.OK
+		if p1 == lin.Illegal || p2 == lin.Illegal {
+			v = lin.Illegal
+		}
+		return CellRun{Verdict: v, Perturbed: perturbed,
+			Verdicts: map[lin.Property]lin.Verdict{lin.P1: p1, lin.P2: p2, lin.P3: lin.NA, lin.L1: lin.OK}}
+	}
+	stall := "the harness stalled for 180ms (redis lock-0)"
+	c := Cell{Status: CellPlanned, Runs: []CellRun{
+		run(lin.OK, lin.OK, ""), run(lin.OK, lin.Illegal, stall), run(lin.OK, lin.OK, stall), {Error: "boom"},
+	}}
+	c.count()
+	if got, want := c.Summary(), "err 1/4 · perturbed 2/4 · P2 1/4 under load"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	if c.Counts[lin.P2].Illegal != 0 || c.Counts[lin.P2].OK != 1 || c.UnderLoad[lin.P2] != 1 || len(c.UnderLoad) != 1 || c.Perturbed != 2 {
+		t.Errorf("counts %+v, under load %v, perturbed %d", c.Counts, c.UnderLoad, c.Perturbed)
+	}
+	if got := c.Class(); got != "underload" {
+		t.Errorf("class %q, want underload", got)
+	}
+	c.Runs = append(c.Runs, run(lin.Illegal, lin.OK, ""))
+	if got := c.Class(); got != "illegal" {
+		t.Errorf("class with a violation in a calm run %q, want illegal", got)
+	}
+	m := Result{Cells: []Cell{c, {Status: CellPlanned, Runs: []CellRun{run(lin.Unknown, lin.Unknown, "")}}}}
+	// Decided: 3 pairs of each of the 2 calm runs of the first cell, L1 of the undecided one.
+	if got, want := m.Decided(), (gate.Counts{Decided: 7, Undecided: 2, Perturbed: 6, Runs: 5, PerturbedRuns: 2}); got != want {
+		t.Errorf("decided %+v, want %+v", got, want)
 	}
 }

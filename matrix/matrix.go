@@ -16,6 +16,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/internal/gate"
 	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
@@ -125,6 +126,9 @@ type Meta struct {
 	Runs         int    `json:"runs"`     // runs finished
 	Planned      int    `json:"planned"`  // runs planned
 	Errors       int    `json:"errors"`   // runs that failed to run
+	// Decided is what the matrix's runs decided, over (run, property) pairs with
+	// something to check: what --min-decided and --max-perturbed judge.
+	Decided gate.Counts `json:"decided"`
 }
 
 // Impl is one column: an implementation and where its fences come from.
@@ -158,8 +162,11 @@ type Cell struct {
 	Counts map[linearizability.Property]VerdictCounts `json:"counts,omitempty"`
 	Errors int                                        `json:"errors,omitempty"` // runs that failed to run
 	// Perturbed counts runs whose harness stalled: their verdicts are not counted.
-	Perturbed int       `json:"perturbed,omitempty"`
-	Runs      []CellRun `json:"runs,omitempty"` // the runs that finished, by index
+	Perturbed int `json:"perturbed,omitempty"`
+	// UnderLoad counts, per property, the perturbed runs that violated it: findings under
+	// load, apart from Counts (the stall may be their cause) and never dropped.
+	UnderLoad map[linearizability.Property]int `json:"under_load,omitempty"`
+	Runs      []CellRun                        `json:"runs,omitempty"` // the runs that finished, by index
 }
 
 // VerdictCounts counts the runs of a cell by verdict on one property.
@@ -307,6 +314,7 @@ feed:
 		res.Meta.Runs += len(res.Cells[i].Runs)
 		res.Meta.Errors += res.Cells[i].Errors
 	}
+	res.Meta.Decided = res.Decided()
 	res.Meta.Complete = res.Meta.Runs == res.Meta.Planned // a cancellation after the last run took nothing away
 	res.Meta.Finished = time.Now().UTC().Format(time.RFC3339)
 	if err := Write(opts.Out, res); err != nil {
@@ -576,9 +584,38 @@ func failedRun(cr CellRun, full string, err error) CellRun {
 	return cr
 }
 
-// count fills Counts and Errors from Runs.
+// Decided counts the (run, property) pairs of the matrix's runs that ran to a verdict,
+// by outcome, and its runs and perturbed runs.
+func (m Result) Decided() gate.Counts {
+	var g gate.Counts
+	for _, c := range m.Cells {
+		for _, r := range c.Runs {
+			if r.Error != "" {
+				continue
+			}
+			g.Runs++
+			if r.Perturbed != "" {
+				g.PerturbedRuns++
+			}
+			for _, v := range r.Verdicts {
+				switch {
+				case v == linearizability.NA || v == "":
+				case r.Perturbed != "":
+					g.Perturbed++
+				case v == linearizability.Unknown:
+					g.Undecided++
+				default:
+					g.Decided++
+				}
+			}
+		}
+	}
+	return g
+}
+
+// count fills Counts, Errors, Perturbed and UnderLoad from Runs.
 func (c *Cell) count() {
-	c.Counts, c.Errors, c.Perturbed = nil, 0, 0
+	c.Counts, c.Errors, c.Perturbed, c.UnderLoad = nil, 0, 0, nil
 	if c.Status != CellPlanned || len(c.Runs) == 0 {
 		return
 	}
@@ -590,6 +627,14 @@ func (c *Cell) count() {
 		}
 		if r.Perturbed != "" {
 			c.Perturbed++
+			for p, v := range r.Verdicts {
+				if v == linearizability.Illegal {
+					if c.UnderLoad == nil {
+						c.UnderLoad = map[linearizability.Property]int{}
+					}
+					c.UnderLoad[p]++
+				}
+			}
 			continue
 		}
 		for _, p := range linearizability.AllProperties() {
@@ -612,7 +657,9 @@ func (c *Cell) count() {
 // Summary is the cell in a few characters: "✓" when no run violated or left undecided any
 // property and none failed to run; else each violated property with its count of illegal
 // runs out of the runs made ("P1 3/3 · P2 2/3"), "?" before a count of undecided runs
-// ("P2 ?1/3"), "err 1/3" for runs that failed to run; "—" for n/a, "none" for a fencing
+// ("P2 ?1/3"), "err 1/3" for runs that failed to run, "perturbed 1/3" for runs whose
+// harness stalled and "P2 1/3 under load" for those of them that violated a property
+// (findings under load); "—" for n/a, "none" for a fencing
 // mode the implementation cannot try, "…" for a cell whose runs were not made.
 func (c Cell) Summary() string {
 	switch c.Status {
@@ -667,14 +714,25 @@ func summarize(runs []CellRun) string {
 	if perturbed > 0 {
 		parts = append(parts, fmt.Sprintf("perturbed %d/%d", perturbed, n))
 	}
+	for _, p := range linearizability.AllProperties() {
+		under := 0
+		for _, r := range runs {
+			if r.Perturbed != "" && r.Verdicts[p] == linearizability.Illegal {
+				under++
+			}
+		}
+		if under > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d/%d under load", p, under, n))
+		}
+	}
 	if len(parts) == 0 {
 		return "✓"
 	}
 	return strings.Join(parts, " · ")
 }
 
-// Class is the cell's kind for colouring: "ok", "illegal", "unknown", "error", "na",
-// "none" or "pending".
+// Class is the cell's kind for colouring: "ok", "illegal", "underload" (a violation in
+// a perturbed run only), "unknown", "error", "na", "none" or "pending".
 func (c Cell) Class() string {
 	switch c.Status {
 	case CellNA:
@@ -695,11 +753,13 @@ func runsClass(runs []CellRun) string {
 	class := "ok"
 	for _, r := range runs {
 		switch {
-		case r.Perturbed != "":
+		case r.Perturbed != "" && r.Verdict == linearizability.Illegal:
+			class = "underload" // a finding under load: above the testbed's trouble, below a violation
+		case r.Perturbed != "" && class != "underload":
 			class = "error" // the testbed's own trouble, as a run that failed to run
 		case r.Verdict == linearizability.Illegal:
 			return "illegal"
-		case r.Error != "":
+		case r.Error != "" && class != "underload":
 			class = "error"
 		case r.Verdict == linearizability.Unknown && class == "ok":
 			class = "unknown"

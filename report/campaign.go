@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,11 +34,10 @@ func CampaignMarkdown(s *campaign.Summary) string {
 		fmt.Fprintf(&b, "Space: implementations %s; fault kinds %s; fencing %s; faults per plan up to %s%s.\n\n",
 			orAll(s.Space.Impls), orAll(s.Space.Faults), orAll(s.Space.Fencings), maxFaultsText(s.Space), calmText(s.Space)+ttlText(s.Space))
 	}
-	verdict := "**PASS**"
-	if !s.OK() {
-		verdict = "**FAIL**"
+	fmt.Fprintf(&b, "**%s**: %d safe-configuration violations, %d findings", CampaignVerdict(s), s.SafeViolations, s.Findings)
+	if len(s.UnderLoad) > 0 {
+		fmt.Fprintf(&b, ", %d findings under load", len(s.UnderLoad))
 	}
-	fmt.Fprintf(&b, "%s: %d safe-configuration violations, %d findings", verdict, s.SafeViolations, s.Findings)
 	searched := s.SearchedFor()
 	for _, c := range sortedKeys(searched) {
 		if searched[c] {
@@ -46,7 +46,11 @@ func CampaignMarkdown(s *campaign.Summary) string {
 			fmt.Fprintf(&b, "; class %s **not found**", c)
 		}
 	}
-	b.WriteString(".\n\n| property | runs with a violation | first after | first run |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, ".\n\nDecided: %s.", DecidedText(s))
+	if err := s.Inconclusive(); err != nil {
+		fmt.Fprintf(&b, " **%s**.", err)
+	}
+	b.WriteString("\n\n| property | runs with a violation | first after | first run |\n|---|---|---|---|\n")
 	for _, prop := range lin.AllProperties() {
 		first := "–"
 		run := "–"
@@ -120,6 +124,12 @@ func CampaignMarkdown(s *campaign.Summary) string {
 			fmt.Fprintf(&b, "- run %d (`%s`): %s\n", e.Run, e.Plan, truncate(e.Error, 300))
 		}
 	}
+	if len(s.UnderLoad) > 0 {
+		fmt.Fprintf(&b, "\n## Findings under load (%d)\n\nViolations in runs whose harness stalled: the stall may have caused them, or the lock may break only under load. Counted neither as findings nor as passes; each run is kept.\n\n", len(s.UnderLoad))
+		for _, u := range s.UnderLoad {
+			fmt.Fprintf(&b, "- run %d: %s\n", u.Run, underLoadText(u))
+		}
+	}
 	if len(s.RunErrors) > 0 {
 		fmt.Fprintf(&b, "\n## Errors (%d)\n\n", s.Errors)
 		for _, e := range s.RunErrors {
@@ -130,6 +140,89 @@ func CampaignMarkdown(s *campaign.Summary) string {
 		fmt.Fprintf(&b, "\nMerged from %s.\n", strings.Join(s.Shards, ", "))
 	}
 	return b.String()
+}
+
+// CampaignVerdict is the campaign's verdict in a word: FAIL (a safe-configuration
+// violation, or a class searched for not found), INCONCLUSIVE (too little decided by
+// its thresholds) or PASS. A safe-configuration violation fails whatever was decided.
+func CampaignVerdict(s *campaign.Summary) string {
+	switch {
+	case s.SafeViolations > 0:
+		return "FAIL"
+	case s.Inconclusive() != nil:
+		return "INCONCLUSIVE"
+	case !s.OK():
+		return "FAIL"
+	}
+	return "PASS"
+}
+
+// DecidedText is how many pairs the campaign decided, and by which thresholds.
+func DecidedText(s *campaign.Summary) string {
+	c := s.Counts()
+	t := fmt.Sprintf("%d %s decided (held or violated), %d undecided (a checker ran out of time), %d in perturbed runs; %d of %d runs perturbed",
+		c.Decided, s.PairsName(), c.Undecided, c.Perturbed, c.PerturbedRuns, c.Runs)
+	if th := s.Thresholds; th != nil {
+		t += fmt.Sprintf(" (conclusive with at least %d decided and at most %v of the runs perturbed)", th.MinDecided, th.MaxPerturbed)
+	}
+	return t
+}
+
+// underLoadText is a finding under load in a line: what, where, and the stall.
+func underLoadText(u *campaign.UnderLoad) string {
+	t := fmt.Sprintf("%s %s fencing %s, faults %s: %s illegal under load", u.Impl, u.Topology, u.Fencing, u.Faults, lin.JoinProperties(u.Illegal, ","))
+	if len(u.Safe) > 0 {
+		t += fmt.Sprintf(" (%s expected to hold)", lin.JoinProperties(u.Safe, ","))
+	}
+	return fmt.Sprintf("%s; run `%s`; %s", t, u.Dir, truncate(u.Stall, 300))
+}
+
+// CampaignText is the campaign's result in a few lines, for the terminal; out is its
+// output directory.
+func CampaignText(w io.Writer, out string, s *campaign.Summary) {
+	fmt.Fprintf(w, "\n%d plans run, %d re-runs, %d errors in %s (%.1f plans/minute)", s.Runs, s.Reruns, s.Errors, s.Elapsed.D(), s.PlansPerMinute)
+	if s.Interrupted {
+		fmt.Fprint(w, ", interrupted")
+	}
+	fmt.Fprintln(w)
+	for _, p := range lin.AllProperties() {
+		line := fmt.Sprintf("  %s %-20s %4d runs", p, p.Name(), s.Violations[p])
+		if f, ok := s.FirstViolation[p]; ok {
+			line += fmt.Sprintf(", first after %s (run %d)", f.After.D(), f.Run)
+		}
+		fmt.Fprintln(w, line)
+	}
+	for c, f := range s.FirstDetection {
+		if s.Class == "" || c == s.Class {
+			fmt.Fprintf(w, "  class %s found after %s, %d runs (%s)\n", c, f.After.D(), f.Runs, f.Plan)
+		}
+	}
+	for _, c := range s.Missed() {
+		fmt.Fprintf(w, "  class %s NOT found (confirmed) in %d runs\n", c, s.Runs)
+	}
+	for c, n := range s.Unconfirmed {
+		fmt.Fprintf(w, "  class %s: %d detections did not reproduce in their re-runs (not counted)\n", c, n)
+	}
+	for _, f := range s.Failures {
+		kind := "finding"
+		if len(f.Safe) > 0 {
+			kind = "SAFE-CONFIGURATION VIOLATION"
+		}
+		fmt.Fprintf(w, "  %s: run %d %s %s fencing %s faults %s: %s illegal", kind, f.Run, f.Impl, f.Topology, f.Fencing, f.Faults, lin.JoinProperties(f.Illegal, ","))
+		if f.Saved != "" {
+			fmt.Fprintf(w, "; saved %s", filepath.Join(out, f.Saved))
+		}
+		fmt.Fprintln(w)
+	}
+	for _, u := range s.UnderLoad {
+		fmt.Fprintf(w, "  finding UNDER LOAD: run %d %s\n", u.Run, underLoadText(u))
+	}
+	fmt.Fprintf(w, "decided: %s\n", DecidedText(s))
+	if err := s.Inconclusive(); err != nil {
+		fmt.Fprintln(w, err)
+	}
+	fmt.Fprintf(w, "%s: %d safe-configuration violations, %d findings, %d under load; summary %s, page %s\n", CampaignVerdict(s), s.SafeViolations, s.Findings, len(s.UnderLoad),
+		filepath.Join(out, campaign.MarkdownFile), filepath.Join(out, IndexFile))
 }
 
 func orAll(xs []string) string {
@@ -237,11 +330,14 @@ func CampaignJUnit(s *campaign.Summary) ([]byte, error) {
 		Properties: []junitProperty{
 			{"seed", fmt.Sprint(s.Seed)}, {"shard", s.Shard}, {"runs", fmt.Sprint(s.Runs)}, {"reruns", fmt.Sprint(s.Reruns)},
 			{"errors", fmt.Sprint(s.Errors)}, {"interrupted", fmt.Sprint(s.Interrupted)},
+			{"decided", fmt.Sprint(s.Counts().Decided)}, {"undecided", fmt.Sprint(s.Counts().Undecided)},
+			{"perturbed", fmt.Sprint(s.Counts().Perturbed)}, {"perturbed_runs", fmt.Sprint(s.Perturbed)},
+			{"under_load", fmt.Sprint(len(s.UnderLoad))},
 			{"impls", orAll(s.Space.Impls)}, {"faults", orAll(s.Space.Faults)}, {"fencings", orAll(s.Space.Fencings)},
 		},
 	}
 	if s.Mixed {
-		suite.Properties = append(suite.Properties[:6], junitProperty{"space", "several (merged)"})
+		suite.Properties = append(suite.Properties[:11], junitProperty{"space", "several (merged)"})
 	}
 	for _, g := range s.Groups {
 		c := junitCase{Classname: "locklab.campaign." + g.Impl, Name: fmt.Sprintf("%s (%d runs)", g.Name, g.Runs), Time: seconds(g.RunTime.D())}
@@ -279,6 +375,15 @@ func CampaignJUnit(s *campaign.Summary) ([]byte, error) {
 		if findings.Len() > 0 {
 			c.SystemOut = "findings (violations the models do not rule out):\n" + findings.String()
 		}
+		var under strings.Builder
+		for _, u := range s.UnderLoad {
+			if (&campaign.Failure{Impl: u.Impl, Topology: u.Topology, Fencing: u.Fencing, Faults: u.Faults}).GroupName() == g.Name {
+				fmt.Fprintf(&under, "run %d: %s\n", u.Run, underLoadText(u))
+			}
+		}
+		if under.Len() > 0 {
+			c.SystemOut += "findings under load (violations in runs whose harness stalled; not counted):\n" + under.String()
+		}
 		c.SystemErr = errs.String()
 		suite.Cases = append(suite.Cases, c)
 	}
@@ -293,6 +398,13 @@ func CampaignJUnit(s *campaign.Summary) ([]byte, error) {
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
+	// The evidence itself is a case: a campaign that decided too little is no pass.
+	c := junitCase{Classname: "locklab.campaign.evidence", Name: "decides enough", Time: seconds(s.Elapsed.D()), SystemOut: DecidedText(s) + "\n"}
+	if err := s.Inconclusive(); err != nil {
+		c.Error = &junitMessage{Message: err.Error(), Type: "inconclusive", Text: DecidedText(s) + "\n"}
+		suite.Errors++
+	}
+	suite.Cases = append(suite.Cases, c)
 	suite.Tests = len(suite.Cases)
 	all := junitSuites{Name: "locklab campaign", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Time: suite.Time, Suites: []junitSuite{suite}}
 	b, err := xml.MarshalIndent(all, "", "  ")

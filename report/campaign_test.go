@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/internal/gate"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/plan"
 )
@@ -128,5 +129,85 @@ func TestMergedSummaryFailsForEveryMissedClass(t *testing.T) {
 	}
 	if doc.Failures != 2 || !failed["finds slow-write"] || !failed["finds no-expiry"] || failed["finds pause-past-ttl"] {
 		t.Errorf("junit: %d failures, cases %v", doc.Failures, failed)
+	}
+}
+
+// TestInconclusiveCampaign: a campaign that decided nothing of what its rules claim
+// reads INCONCLUSIVE in summary.md, index.html and junit.xml (an error case, so that CI
+// does not show it green), with its counts; its finding under load is listed with the
+// stall in all three, apart from findings.
+func TestInconclusiveCampaign(t *testing.T) {
+	stall := "the harness stalled for 180ms (redis lock-0)"
+	s := &campaign.Summary{Seed: 3, Shard: "0/1", Runs: 1, Perturbed: 1, Elapsed: plan.D(time.Second),
+		Claims:     map[string]campaign.ClaimCount{"fenced": {Undecided: 4, Perturbed: 4}},
+		Thresholds: &gate.Thresholds{MinDecided: 1, MaxPerturbed: 0.5},
+		UnderLoad: []*campaign.UnderLoad{{Run: 2, Impl: "fenced", Topology: "single", Fencing: "full", Faults: "client-pause",
+			Illegal: []lin.Property{lin.P2}, Safe: []lin.Property{lin.P2}, Dir: "runs/00002", Plan: "runs/00002/plan.json", Stall: stall}},
+		PerturbedRuns: []*campaign.RunError{{Run: 2, Dir: "runs/00002", Plan: "runs/00002/plan.json", Error: stall}},
+	}
+	s.Groups = []*campaign.Group{{Name: (&campaign.Failure{Impl: "fenced", Topology: "single", Fencing: "full", Faults: "client-pause"}).GroupName(), Impl: "fenced", Runs: 1}}
+	dir := t.TempDir()
+	touch(t, dir, "runs/00002/history.html")
+	if err := WriteCampaign(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, campaign.MarkdownFile))
+	for _, want := range []string{"**INCONCLUSIVE**", "0 claimed pairs decided (held or violated), 4 undecided", "4 in perturbed runs; 1 of 2 runs perturbed",
+		"fewer than --min-decided 1", "1 findings under load", "## Findings under load (1)", "P2 illegal under load (P2 expected to hold)", stall} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(string(md), "## Findings\n") {
+		t.Errorf("a finding under load listed as a finding:\n%s", md)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, campaign.JUnitFile))
+	var doc struct {
+		Errors int `xml:"errors,attr"`
+		Suites []struct {
+			Props []struct {
+				Name  string `xml:"name,attr"`
+				Value string `xml:"value,attr"`
+			} `xml:"properties>property"`
+			Cases []struct {
+				Class string `xml:"classname,attr"`
+				Error *struct {
+					Type string `xml:"type,attr"`
+				} `xml:"error"`
+				Out string `xml:"system-out"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	props := map[string]string{}
+	for _, p := range doc.Suites[0].Props {
+		props[p.Name] = p.Value
+	}
+	if doc.Errors != 1 || props["decided"] != "0" || props["undecided"] != "4" || props["perturbed"] != "4" || props["under_load"] != "1" {
+		t.Errorf("junit: %d errors, properties %v:\n%s", doc.Errors, props, data)
+	}
+	var evidence, under bool
+	for _, c := range doc.Suites[0].Cases {
+		evidence = evidence || (c.Class == "locklab.campaign.evidence" && c.Error != nil && c.Error.Type == "inconclusive")
+		under = under || (c.Class == "locklab.campaign.fenced" && strings.Contains(c.Out, "findings under load") && strings.Contains(c.Out, stall))
+	}
+	if !evidence || !under {
+		t.Errorf("junit: evidence case failing %v, finding under load in its group's output %v:\n%s", evidence, under, data)
+	}
+	page := readIndex(t, dir)
+	if v := page.byID(t, "verdict"); !v.hasClass("inconclusive") || !strings.HasPrefix(v.text.String(), "INCONCLUSIVE") {
+		t.Errorf("verdict %q", v.text.String())
+	}
+	rows := page.byID(t, "under-load").rows("data-run")
+	if len(rows) != 1 || !strings.Contains(rows[0].text.String(), stall) || len(rows[0].hrefs("porcupine")) != 1 {
+		t.Errorf("under-load table: %d rows", len(rows))
+	}
+
+	// Decided enough: the same campaign passes.
+	s.Claims["fenced"] = campaign.ClaimCount{Held: 4}
+	if v := CampaignVerdict(s); v != "PASS" {
+		t.Errorf("verdict with 4 claimed pairs decided: %s", v)
 	}
 }

@@ -101,13 +101,14 @@ dl.header { display: grid; grid-template-columns: max-content auto; gap: .1em 1e
 dl.header dt { font-weight: bold; }
 dl.header dd { margin: 0; }
 .verdict { font-size: 120%; padding: .3em .6em; display: inline-block; border-radius: .3em; }
-.verdict.pass { background: #d4edda; } .verdict.fail { background: #f8d7da; }
+.verdict.pass { background: #d4edda; } .verdict.fail { background: #f8d7da; } .verdict.inconclusive { background: #fff3cd; }
 .explanation { font-size: 90%; color: #444; max-width: 50em; }
 .ok, tr.pass { background: #d4edda; } .illegal, tr.safe { background: #f8d7da; } .unknown, tr.finding { background: #fff3cd; }
 .error { background: #ffd8a8; } .na { background: #eee; color: #777; } .none { background: #e2e3e5; color: #555; }
 .pending { background: #fff; color: #999; }
 .runs .ok { color: #155724; background: none; } .runs .illegal { color: #a00; font-weight: bold; background: none; }
 .runs .unknown, .runs .error { color: #8a6d00; background: none; }
+.underload { background: #e5d4f5; } .runs .underload { color: #5a2d82; font-weight: bold; background: none; }
 `
 
 // inlineMarkdown renders a line's ` + "`code`" + ` and **bold**, escaping everything else.

@@ -13,7 +13,8 @@ import (
 // campaignIndexView is a campaign's index.html (also of a merged one).
 type campaignIndexView struct {
 	Title       string
-	Pass        bool
+	Word        string // PASS, FAIL or INCONCLUSIVE
+	Class       string // pass, fail or inconclusive
 	Verdict     string // "1 safe-configuration violation, 2 findings; class x found"
 	Header      []headerItem
 	Properties  []propertyRow
@@ -22,6 +23,7 @@ type campaignIndexView struct {
 	Failures    []failureRow
 	Errors      []runErrorRow
 	Perturbed   []runErrorRow
+	UnderLoad   []runErrorRow // Error: the finding in a line, with the stall
 	PlansImpl   []countRow
 	PlansFault  []countRow
 }
@@ -90,7 +92,7 @@ func runDirOf(planPath string) string {
 }
 
 func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
-	v := campaignIndexView{Title: "locklab campaign", Pass: s.OK()}
+	v := campaignIndexView{Title: "locklab campaign", Word: CampaignVerdict(s), Class: strings.ToLower(CampaignVerdict(s))}
 	if s.Class != "" {
 		v.Title += ": class " + s.Class
 	}
@@ -117,6 +119,7 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 		{"perturbed runs", fmt.Sprint(s.Perturbed)}, {"elapsed", elapsed},
 		{"plans/min", fmt.Sprintf("%.1f per runner", s.PlansPerMinute)}, {"space", space},
 		{"safe-configuration violations", fmt.Sprint(s.SafeViolations)}, {"findings", fmt.Sprint(s.Findings)},
+		{"findings under load", fmt.Sprint(len(s.UnderLoad))}, {"decided", DecidedText(s)},
 	}
 	if !s.Started.IsZero() {
 		v.Header = append(v.Header, headerItem{"started", s.Started.Format("2006-01-02 15:04:05 MST")})
@@ -132,6 +135,9 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 		} else {
 			verdict = append(verdict, "class "+c+" not found")
 		}
+	}
+	if err := s.Inconclusive(); err != nil {
+		verdict = append(verdict, err.Error())
 	}
 	if s.Interrupted {
 		verdict = append(verdict, "interrupted")
@@ -205,6 +211,9 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 	for _, e := range s.PerturbedRuns {
 		v.Perturbed = append(v.Perturbed, runErrorRow{Run: e.Run, Error: truncate(e.Error, 600), Files: has.runOf(e.Dir)})
 	}
+	for _, u := range s.UnderLoad {
+		v.UnderLoad = append(v.UnderLoad, runErrorRow{Run: u.Run, Error: underLoadText(u), Files: has.runOf(u.Dir)})
+	}
 	for _, k := range sortedKeys(s.PlansPerImpl) {
 		v.PlansImpl = append(v.PlansImpl, countRow{k, s.PlansPerImpl[k]})
 	}
@@ -215,11 +224,11 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 }
 
 // campaignIndexPage: ids verdict, header, verdicts (per property), classes, failures
-// (rows carry data-run and class safe or finding), errors, perturbed, plans-impl,
+// (rows carry data-run and class safe or finding), errors, under-load, perturbed, plans-impl,
 // plans-fault; run links of class timeline and porcupine, the shrunk run's inside
 // td.shrunk-run.
 const campaignIndexPage = `{{define "campaign"}}{{template "head" .Title}}<h1>{{.Title}}</h1>
-<p id="verdict" class="verdict {{if .Pass}}pass{{else}}fail{{end}}"><strong>{{if .Pass}}PASS{{else}}FAIL{{end}}</strong>: {{.Verdict}}.</p>
+<p id="verdict" class="verdict {{.Class}}"><strong>{{.Word}}</strong>: {{.Verdict}}.</p>
 <dl id="header" class="header">{{range .Header}}<dt>{{.Name}}</dt><dd>{{.Value}}</dd>{{end}}</dl>
 <h2>Properties</h2>
 <table id="verdicts" class="verdicts">
@@ -250,6 +259,14 @@ const campaignIndexPage = `{{define "campaign"}}{{template "head" .Title}}<h1>{{
 <thead><tr><th>run</th><th>error</th><th>links</th></tr></thead>
 <tbody>
 {{range .Errors}}<tr class="error" data-run="{{.Run}}" data-dir="{{.Files.Dir}}"><td class="num">{{.Run}}</td><td>{{.Error}}</td><td>{{if .Files.Plan}}<a class="plan" href="{{.Files.Plan}}">plan</a> {{end}}{{if .Files.Error}}<a class="error-file" href="{{.Files.Error}}">error</a> {{end}}{{template "run" .Files}}</td></tr>
+{{end}}</tbody>
+</table>
+{{end}}{{if .UnderLoad}}<h2>Findings under load</h2>
+<p>Violations in runs whose harness stalled: the stall may have caused them, or the lock may break only under load. Counted neither as findings nor as passes.</p>
+<table id="under-load">
+<thead><tr><th>run</th><th>violation and stall</th><th>links</th></tr></thead>
+<tbody>
+{{range .UnderLoad}}<tr class="finding" data-run="{{.Run}}" data-dir="{{.Files.Dir}}"><td class="num">{{.Run}}</td><td>{{.Error}}</td><td>{{if .Files.Plan}}<a class="plan" href="{{.Files.Plan}}">plan</a> {{end}}{{template "run" .Files}}</td></tr>
 {{end}}</tbody>
 </table>
 {{end}}{{if .Perturbed}}<h2>Perturbed runs</h2>

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/locklab/locklab/campaign"
@@ -27,6 +28,8 @@ type detectionIndexView struct {
 	Title       string
 	Intro       string
 	Pass        bool
+	Word        string // PASS, FAIL or INCONCLUSIVE
+	Class       string // pass, fail or inconclusive
 	Verdict     string
 	Interrupted bool
 	Rows        []detectionRowView
@@ -182,15 +185,22 @@ func detectionIndexOf(r detection.Result, command string, searches map[string][]
 		v.FalseAlarms = append(v.FalseAlarms, fv)
 	}
 	for _, fa := range r.Faulted {
-		fv := falseAlarmView{FalseAlarms: detection.FalseAlarms{Impl: fa.Family, Plans: fa.Plans, Errors: fa.Errors, Claims: fa.Claims}, Decided: fa.Claims.Decided()}
+		fv := falseAlarmView{FalseAlarms: detection.FalseAlarms{Impl: fa.Family, Plans: fa.Plans, Errors: fa.Errors, Perturbed: fa.Perturbed, Claims: fa.Claims}, Decided: fa.Claims.Decided()}
 		for _, s := range searches[detection.FaultedDir+"/"+fa.Family] {
 			fv.Searches = append(fv.Searches, searchViewOf(s, "", has))
 		}
 		v.Faulted = append(v.Faulted, fv)
 	}
-	_, alarms = r.Shortfalls()
-	v.Pass = missed == 0 && alarms == 0
-	v.Verdict = fmt.Sprintf("%d of %d classes found by every seed, %d false alarms", len(r.Rows)-missed, len(r.Rows), alarms)
+	alarms = r.Alarms()
+	v.Pass, v.Word = missed == 0 && alarms == 0, "FAIL"
+	v.Verdict = fmt.Sprintf("%d of %d classes found by every seed, %d false alarms; decided: %s", len(r.Rows)-missed, len(r.Rows), alarms, r.Decided())
+	switch err := r.Inconclusive(); {
+	case err != nil:
+		v.Pass, v.Word, v.Verdict = false, "INCONCLUSIVE", v.Verdict+"; "+err.Error()
+	case v.Pass:
+		v.Word = "PASS"
+	}
+	v.Class = strings.ToLower(v.Word)
 	if r.Interrupted {
 		v.Verdict += "; interrupted: the rows are what was measured before"
 	}
@@ -202,7 +212,7 @@ func detectionIndexOf(r detection.Result, command string, searches map[string][]
 // porcupine (the run of a first detection).
 const detectionIndexPage = `{{define "detection"}}{{template "head" .Title}}<h1>{{.Title}}</h1>
 <p id="intro">{{md .Intro}}</p>
-<p id="verdict" class="verdict {{if .Pass}}pass{{else}}fail{{end}}"><strong>{{if .Pass}}PASS{{else}}FAIL{{end}}</strong>: {{.Verdict}}.</p>
+<p id="verdict" class="verdict {{.Class}}"><strong>{{.Word}}</strong>: {{.Verdict}}.</p>
 {{if .Rows}}<h2>Time to detection</h2>
 <table id="detections" class="verdicts">
 <thead><tr><th>class</th><th>detects</th><th>found</th><th>median time</th><th>worst time</th><th>median plans</th><th>worst plans</th><th>shrunk counterexample (first seed)</th><th>unconfirmed</th><th>first detection</th><th>searches</th></tr></thead>

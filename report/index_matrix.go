@@ -21,7 +21,7 @@ type matrixRunRow struct {
 	Fencing, Scenario, Impl string
 	Index                   int
 	Seed                    int64
-	Class                   string // ok, illegal, unknown, error (matrix.CellRun.Class)
+	Class                   string // ok, illegal, underload, unknown, error (matrix.CellRun.Class)
 	Verdicts                string // "P1 ok · P2 illegal · …", or "failed to run"
 	Notes                   []string
 	Files                   runLinks
@@ -55,7 +55,7 @@ func matrixIndexOf(m matrix.Result, has files) matrixIndexView {
 				row.Verdicts = strings.Join(parts, " · ")
 			}
 			if r.Perturbed != "" {
-				row.Notes = append(row.Notes, "perturbed: "+truncate(r.Perturbed, 300))
+				row.Notes = append(row.Notes, truncate(perturbedNote(r), 400))
 			}
 			for _, w := range r.Warnings {
 				row.Notes = append(row.Notes, truncate(w, 300))

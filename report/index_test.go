@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/browsertest"
+	"github.com/locklab/locklab/internal/gate"
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
+	"github.com/locklab/locklab/campaign/merge"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/plan"
@@ -376,7 +378,7 @@ func TestMergedCampaignIndex(t *testing.T) {
 	s := &campaign.Summary{Seed: 1, Shard: "0/2", Runs: 4, Findings: 1, Violations: map[lin.Property]int{lin.P1: 1},
 		Failures:      []*campaign.Failure{{Run: 3, Impl: "setnx", Illegal: []lin.Property{lin.P1}, Dir: "runs/00003", Plan: "runs/00003/plan.json"}},
 		PerturbedRuns: []*campaign.RunError{{Run: 2, Dir: "runs/00003", Error: "timer stalled"}}, Perturbed: 1}
-	m := campaign.Merge(out, []string{shard}, []*campaign.Summary{s})
+	m := merge.Merge(out, []string{shard}, []*campaign.Summary{s})
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -464,6 +466,17 @@ func TestDetectionIndex(t *testing.T) {
 	b := browsertest.Open(t, filepath.Join(dir, IndexFile))
 	b.MustHave("table#detections tr[data-class]", "td.first-detection a.timeline", "td.searches a.campaign", "table#false-alarms", "table#faulted-false-alarms")
 	b.Screenshot()
+	// Asked to decide more than its searches did, the missed seed says nothing: the page
+	// reads INCONCLUSIVE, as the command's exit status 3 does.
+	// (A false alarm fails it whatever was decided: the one under faults is taken away.)
+	r.Thresholds, r.Faulted = &gate.Thresholds{MinDecided: 1000, MaxPerturbed: 0.5}, nil
+	if err := WriteDetectionIndex(dir, r, "locklab detection"); err != nil {
+		t.Fatal(err)
+	}
+	if v := readIndex(t, dir).byID(t, "verdict"); !v.hasClass("inconclusive") || !strings.HasPrefix(v.text.String(), "INCONCLUSIVE") ||
+		!strings.Contains(v.text.String(), "30 (plan, property) pairs decided (2 undecided, 0 in perturbed runs), fewer than --min-decided 1000") {
+		t.Errorf("verdict %q", v.text.String())
+	}
 }
 
 // TestEmptyIndexes: pages of nothing render, well-formed, saying so.

@@ -49,6 +49,7 @@ var matrixLegend = []string{
 	"?1/3: the checker ran out of time in 1 of 3 runs (unknown, never read as held).",
 	"err 1/3: 1 of 3 runs failed to run (an error of the testbed, not a verdict); see the notes.",
 	"perturbed 1/3: in 1 of 3 runs the harness itself stalled (its timer or a server no fault touched answered late), so that run's verdicts are not counted; see the notes.",
+	"P2 1/3 under load: 1 of 3 runs violated the property while its harness stalled: a finding under load (the stall may be its cause, or the lock breaks only under load), not counted as a violation; the notes name the stall.",
 	"—: the scenario does not apply to the implementation; the notes say why.",
 	"none: the implementation grants no fencing token (fence source none), so a fencing mode other than off cannot be tried.",
 	"fence source: lock when the lock grants a fencing token with each lease, none when it grants none. (mutant): deliberately broken.",
@@ -164,7 +165,7 @@ func matrixViewOf(m matrix.Result, links bool, has files) matrixView {
 						sups = append(sups, note(fmt.Sprintf("run %d failed to run: %s", r.Index, r.Error), where))
 					}
 					if r.Perturbed != "" {
-						sups = append(sups, note(fmt.Sprintf("run %d was perturbed: %s", r.Index, r.Perturbed), where))
+						sups = append(sups, note(perturbedNote(r), where))
 					}
 				}
 				cv.Note = strings.Join(sups, ",")
@@ -192,10 +193,27 @@ func matrixIntro(m matrix.Result) string {
 	if m.Meta.Errors > 0 {
 		s += fmt.Sprintf(" %d of %d runs failed to run (err).", m.Meta.Errors, m.Meta.Runs)
 	}
+	if d := m.Meta.Decided; d.Runs > 0 {
+		s += fmt.Sprintf(" Decided: %s.", d)
+	}
 	if !m.Meta.Complete {
 		s += fmt.Sprintf(" **Incomplete:** interrupted after %d of %d runs; cells marked … were not run.", m.Meta.Runs, m.Meta.Planned)
 	}
 	return s
+}
+
+// perturbedNote says that run r was perturbed, and which properties it violated under load.
+func perturbedNote(r matrix.CellRun) string {
+	var illegal []linearizability.Property
+	for _, p := range linearizability.AllProperties() {
+		if r.Verdicts[p] == linearizability.Illegal {
+			illegal = append(illegal, p)
+		}
+	}
+	if len(illegal) == 0 {
+		return fmt.Sprintf("run %d was perturbed: %s", r.Index, r.Perturbed)
+	}
+	return fmt.Sprintf("run %d violated %s under load (a finding under load, not counted): %s", r.Index, linearizability.JoinProperties(illegal, ","), r.Perturbed)
 }
 
 func runTitle(r matrix.CellRun) string {
@@ -300,9 +318,9 @@ td .runs a { margin: 0 .15em; }
 a { color: inherit; }
 .ok { background: #d4edda; } .illegal { background: #f8d7da; } .unknown { background: #fff3cd; }
 .error { background: #ffd8a8; } .na { background: #eee; color: #777; } .none { background: #e2e3e5; color: #555; }
-.pending { background: #fff; color: #999; }
+.pending { background: #fff; color: #999; } .underload { background: #e5d4f5; }
 .runs .ok { color: #155724; background: none; } .runs .illegal { color: #a00; font-weight: bold; background: none; }
-.runs .unknown, .runs .error { color: #8a6d00; background: none; }
+.runs .unknown, .runs .error { color: #8a6d00; background: none; } .runs .underload { color: #5a2d82; font-weight: bold; background: none; }
 </style></head><body>
 <h1>{{.Title}}</h1>
 <p>{{md .Intro}}</p>

@@ -88,3 +88,33 @@ func TestMatrixHTMLInBrowser(t *testing.T) {
 	}
 	p.Screenshot()
 }
+
+// TestMatrixUnderLoad: a cell whose only violation came in a perturbed run shows it as a
+// finding under load in matrix.md and matrix.html, with the stall in its note, coloured
+// apart from violations, and the intro says what the matrix decided.
+func TestMatrixUnderLoad(t *testing.T) {
+	m := fencingMatrix()
+	stall := "the harness stalled for 180ms (redis lock-0)"
+	for i, c := range m.Cells {
+		if c.Scenario == "baseline" && c.Impl == "setnx" && c.Fencing == "off" {
+			r := &m.Cells[i].Runs[0]
+			r.Verdict, r.Perturbed = lin.Illegal, stall
+			r.Verdicts[lin.P2] = lin.Illegal
+		}
+	}
+	m.Meta.Decided = m.Decided()
+	md := MatrixMarkdown(m, false)
+	for _, want := range []string{"perturbed 1/1 · P2 1/1 under load", "run 0 violated P2 under load (a finding under load, not counted): " + stall,
+		"Decided: 16 pairs decided, 0 undecided, 4 in perturbed runs; 1 of 5 runs perturbed", "P2 1/3 under load:"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("matrix.md lacks %q:\n%s", want, md)
+		}
+	}
+	html, err := MatrixHTML(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), `<td class="underload"`) || !strings.Contains(string(html), `<a class="underload"`) {
+		t.Errorf("matrix.html does not colour the cell and run under load:\n%s", html)
+	}
+}

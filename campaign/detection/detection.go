@@ -11,6 +11,7 @@ import (
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/expect"
+	"github.com/locklab/locklab/internal/gate"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
@@ -65,15 +66,64 @@ type Row struct {
 	Unconfirmed int            `json:"unconfirmed,omitempty"`
 	Elapsed     plan.Duration  `json:"elapsed"`
 	Space       campaign.Space `json:"space"`
+	// Runs and Perturbed count the plans of its searches that ran to a verdict and, apart,
+	// those whose harness stalled; Pairs their (plan, property) pairs by outcome.
+	Runs      int                 `json:"runs"`
+	Perturbed int                 `json:"perturbed,omitempty"`
+	Pairs     campaign.ClaimCount `json:"pairs"`
 }
 
 // FalseAlarms is one implementation's false-alarm count: over how many claimed
 // (plan, property) pairs, from how many plans, and how many were violated.
 type FalseAlarms struct {
-	Impl   string              `json:"impl"`
-	Plans  int                 `json:"plans"`
-	Errors int                 `json:"errors"` // plans that failed to run
-	Claims campaign.ClaimCount `json:"claims"`
+	Impl   string `json:"impl"`
+	Plans  int    `json:"plans"`
+	Errors int    `json:"errors"` // plans that failed to run
+	// Perturbed counts the plans whose harness stalled: their pairs are not counted.
+	Perturbed int                 `json:"perturbed,omitempty"`
+	Claims    campaign.ClaimCount `json:"claims"`
+}
+
+// Missed is each class that some seed did not find, as "class (found/seeds)".
+func (r Result) Missed() []string {
+	var out []string
+	for _, row := range r.Rows {
+		if row.Found < row.Seeds {
+			out = append(out, fmt.Sprintf("%s (%d/%d)", row.Class, row.Found, row.Seeds))
+		}
+	}
+	return out
+}
+
+// Alarms counts the false alarms: claimed pairs violated, fault-free and under faults.
+func (r Result) Alarms() int {
+	n := 0
+	for _, fa := range r.FalseAlarms {
+		n += fa.Claims.Violated
+	}
+	for _, fa := range r.Faulted {
+		n += fa.Claims.Violated
+	}
+	return n
+}
+
+// Decided is what the benchmark decided: the pairs of its class searches, the claimed
+// pairs of its false-alarm campaigns, and their runs.
+func (r Result) Decided() gate.Counts {
+	var g gate.Counts
+	add := func(c campaign.ClaimCount, runs, perturbed int) {
+		g.Add(gate.Counts{Decided: c.Decided(), Undecided: c.Undecided, Perturbed: c.Perturbed, Runs: runs + perturbed, PerturbedRuns: perturbed})
+	}
+	for _, row := range r.Rows {
+		add(row.Pairs, row.Runs, row.Perturbed)
+	}
+	for _, fa := range r.FalseAlarms {
+		add(fa.Claims, fa.Plans, fa.Perturbed)
+	}
+	for _, fa := range r.Faulted {
+		add(fa.Claims, fa.Plans, fa.Perturbed)
+	}
+	return g
 }
 
 // Family is a family of expectation rules whose claims under faults are put to the
@@ -120,11 +170,12 @@ func FamilyByName(name string) (Family, error) {
 // FamilyAlarms is one family's false-alarm count under faults: the pairs its rules
 // claimed, from how many plans, and how many were violated.
 type FamilyAlarms struct {
-	Family string              `json:"family"`
-	Rules  []string            `json:"rules"`
-	Plans  int                 `json:"plans"`
-	Errors int                 `json:"errors"`
-	Claims campaign.ClaimCount `json:"claims"`
+	Family    string              `json:"family"`
+	Rules     []string            `json:"rules"`
+	Plans     int                 `json:"plans"`
+	Errors    int                 `json:"errors"`
+	Perturbed int                 `json:"perturbed,omitempty"` // plans whose harness stalled
+	Claims    campaign.ClaimCount `json:"claims"`
 }
 
 // Result is the whole benchmark.
@@ -143,6 +194,17 @@ type Result struct {
 	ClaimedPairs int            `json:"claimed_pairs"` // the target per implementation and per family
 	GoVersion    string         `json:"go_version"`
 	Interrupted  bool           `json:"interrupted,omitempty"`
+	// Thresholds, when set, are what the benchmark must decide to be conclusive.
+	Thresholds *gate.Thresholds `json:"thresholds,omitempty"`
+}
+
+// Inconclusive says why the benchmark decided too little to count a missed class, or
+// nil: without thresholds, and after a false alarm (a failure whatever else), it is nil.
+func (r Result) Inconclusive() error {
+	if r.Thresholds == nil || r.Alarms() > 0 {
+		return nil
+	}
+	return r.Thresholds.Check(r.Decided(), "(plan, property) pairs")
 }
 
 func (o Options) withDefaults() Options {
@@ -225,6 +287,8 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 				return res, fmt.Errorf("class %s, seed %d: %w", c.ID, seed, err)
 			}
 			row.Unconfirmed += sum.Unconfirmed[c.ID]
+			row.Runs, row.Perturbed = row.Runs+sum.Runs, row.Perturbed+sum.Perturbed
+			row.Pairs.Add(sum.Pairs)
 			first, ok := sum.FirstDetection[c.ID]
 			if !sum.Detected || !ok {
 				row.Missed = append(row.Missed, seed)
@@ -247,10 +311,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		if impl.Mutant || o.ClaimedPairs < 0 || o.NoFaultFree || (len(o.Impls) > 0 && !slices.Contains(o.Impls, impl.Name)) {
 			continue
 		}
-		fa := FalseAlarms{Impl: impl.Name}
 		space := campaign.Space{Impls: []string{impl.Name}, Faults: []string{campaign.NoFaults}, Calm: true}
-		var err error
-		fa.Plans, fa.Errors, fa.Claims, err = untilDecided(ctx, o, "fault-free "+impl.Name, filepath.Join(o.Out, FaultFreeDir, impl.Name), space, nil)
+		fa, err := untilDecided(ctx, o, "fault-free "+impl.Name, filepath.Join(o.Out, FaultFreeDir, impl.Name), space, nil)
+		fa.Impl = impl.Name
 		res.FalseAlarms = append(res.FalseAlarms, fa)
 		if ctx.Err() != nil {
 			res.Interrupted = true
@@ -265,7 +328,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		fa := FamilyAlarms{Family: f.Name, Rules: f.Rules}
 		var err error
 		if o.ClaimedPairs > 0 {
-			fa.Plans, fa.Errors, fa.Claims, err = untilDecided(ctx, o, "family "+f.Name, filepath.Join(o.Out, FaultedDir, f.Name), f.Space, f.Rules)
+			var t FalseAlarms
+			t, err = untilDecided(ctx, o, "family "+f.Name, filepath.Join(o.Out, FaultedDir, f.Name), f.Space, f.Rules)
+			fa.Plans, fa.Errors, fa.Perturbed, fa.Claims = t.Plans, t.Errors, t.Perturbed, t.Claims
 		}
 		res.Faulted = append(res.Faulted, fa)
 		if ctx.Err() != nil {
@@ -289,11 +354,12 @@ const (
 // o.ClaimedPairs (plan, property) pairs that rules claim (any rule when rules is nil, else
 // those named), and counts them. A batch is sized from what the last one yielded; a batch
 // that decides nothing ends it with an error: its space yields no claim.
-func untilDecided(ctx context.Context, o Options, what, dir string, space campaign.Space, rules []string) (plans, errs int, claims campaign.ClaimCount, err error) {
+func untilDecided(ctx context.Context, o Options, what, dir string, space campaign.Space, rules []string) (FalseAlarms, error) {
+	var fa FalseAlarms
 	perPlan := 4.0 // P1, P2, P3, L1; fewer when a property has nothing to check or no claim
 	last := 0      // plans of the last batch; the next has at most 4 times as many (a small sample's estimate overshoots)
-	for batch := 0; claims.Decided() < o.ClaimedPairs; batch++ {
-		left := o.ClaimedPairs - claims.Decided()
+	for batch := 0; fa.Claims.Decided() < o.ClaimedPairs; batch++ {
+		left := o.ClaimedPairs - fa.Claims.Decided()
 		seed := o.Seed + int64(batch)
 		runs := int(float64(left)/perPlan) + 1
 		if last > 0 {
@@ -312,25 +378,25 @@ func untilDecided(ctx context.Context, o Options, what, dir string, space campai
 			},
 		})
 		if ctx.Err() != nil {
-			return plans, errs, claims, nil
+			return fa, nil
 		}
 		if err != nil {
-			return plans, errs, claims, fmt.Errorf("%s campaign, seed %d: %w", what, seed, err)
+			return fa, fmt.Errorf("%s campaign, seed %d: %w", what, seed, err)
 		}
-		plans, errs, last = plans+sum.Runs, errs+sum.Errors, max(sum.Runs, 1)
-		claims.Add(got)
+		fa.Plans, fa.Errors, fa.Perturbed, last = fa.Plans+sum.Runs, fa.Errors+sum.Errors, fa.Perturbed+sum.Perturbed, max(sum.Runs, 1)
+		fa.Claims.Add(got)
 		o.progress("%s seed %d: %d plans, %d claimed pairs decided (%d violated, %d undecided), %d errors, %d perturbed",
 			what, seed, sum.Runs, got.Decided(), got.Violated, got.Undecided, sum.Errors, sum.Perturbed)
 		switch {
 		case got.Decided() == 0 && sum.Runs >= 20:
-			return plans, errs, claims, fmt.Errorf("%s campaign, seed %d: no claimed pair decided in %d plans (%d errors)", what, seed, sum.Runs, sum.Errors)
+			return fa, fmt.Errorf("%s campaign, seed %d: no claimed pair decided in %d plans (%d errors)", what, seed, sum.Runs, sum.Errors)
 		case got.Decided() == 0:
 			perPlan /= 4 // a few plans may all miss the rules' preconditions: a larger batch
 		case sum.Runs > 0:
 			perPlan = max(float64(got.Decided())/float64(sum.Runs), 0.1)
 		}
 	}
-	return plans, errs, claims, nil
+	return fa, nil
 }
 
 // claimed counts the pairs of a checked run that rules claim (any rule when rules is
@@ -369,21 +435,4 @@ func shrunkDetection(sum *campaign.Summary, class string) *campaign.Failure {
 		}
 	}
 	return nil
-}
-
-// Shortfalls is what fails the benchmark: the classes some seed missed, as
-// "class (found/seeds)", and the false alarms, fault-free and under faults.
-func (r Result) Shortfalls() (missed []string, alarms int) {
-	for _, row := range r.Rows {
-		if row.Found < row.Seeds {
-			missed = append(missed, fmt.Sprintf("%s (%d/%d)", row.Class, row.Found, row.Seeds))
-		}
-	}
-	for _, fa := range r.FalseAlarms {
-		alarms += fa.Claims.Violated
-	}
-	for _, fa := range r.Faulted {
-		alarms += fa.Claims.Violated
-	}
-	return missed, alarms
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/expect"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/internal/gate"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
@@ -104,7 +105,37 @@ func TestClaimedCountsTheFamilysRulesOnly(t *testing.T) {
 		t.Errorf("any rule: %+v, want P2 held, P3 violated, L1 undecided", got)
 	}
 	res := Result{Faulted: []FamilyAlarms{{Family: "renewal", Claims: campaign.ClaimCount{Violated: 2}}}, FalseAlarms: []FalseAlarms{{Claims: campaign.ClaimCount{Violated: 1}}}}
-	if missed, alarms := res.Shortfalls(); len(missed) != 0 || alarms != 3 {
-		t.Errorf("Shortfalls: %v, %d; want none missed, 3 alarms", missed, alarms)
+	if missed, alarms := res.Missed(), res.Alarms(); len(missed) != 0 || alarms != 3 {
+		t.Errorf("Missed, Alarms: %v, %d; want none missed, 3 alarms", missed, alarms)
+	}
+}
+
+// TestResultCounts: the benchmark's decided pairs add its class searches' pairs and its
+// false-alarm campaigns' claimed pairs, perturbed plans counted apart; Missed and Alarms
+// say what fails it.
+func TestResultCounts(t *testing.T) {
+	r := Result{
+		Rows: []Row{
+			{Class: "pause-past-ttl", Seeds: 2, Found: 2, Runs: 5, Perturbed: 1, Pairs: campaign.ClaimCount{Held: 10, Violated: 2, Undecided: 1, Perturbed: 4}},
+			{Class: "slow-write", Seeds: 2, Found: 1, Runs: 3, Pairs: campaign.ClaimCount{Held: 6, Undecided: 6}},
+		},
+		FalseAlarms: []FalseAlarms{{Impl: "setnx", Plans: 4, Perturbed: 4, Claims: campaign.ClaimCount{Held: 8, Violated: 1, Perturbed: 16}}},
+	}
+	want := gate.Counts{Decided: 27, Undecided: 7, Perturbed: 20, Runs: 17, PerturbedRuns: 5}
+	if got := r.Decided(); got != want {
+		t.Errorf("decided %+v, want %+v", got, want)
+	}
+	if got := r.Missed(); len(got) != 1 || got[0] != "slow-write (1/2)" {
+		t.Errorf("missed %v", got)
+	}
+	if r.Alarms() != 1 {
+		t.Errorf("alarms %d, want 1", r.Alarms())
+	}
+	// Too little decided, or too many plans perturbed, makes it inconclusive.
+	if err := (gate.Thresholds{MinDecided: 28, MaxPerturbed: 1}).Check(r.Decided(), "pairs"); err == nil {
+		t.Errorf("27 pairs decided passed --min-decided 28")
+	}
+	if err := (gate.Thresholds{MinDecided: 1, MaxPerturbed: 0.25}).Check(r.Decided(), "pairs"); err == nil {
+		t.Errorf("5 of 17 plans perturbed passed --max-perturbed 0.25")
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/campaign/merge"
+	"github.com/locklab/locklab/internal/gate"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/report"
@@ -27,6 +29,7 @@ func newCampaignCmd() *cobra.Command {
 		seed                       int64
 		shard, class, backend      string
 		calm, failOnFindings       bool
+		th                         gate.Thresholds
 	)
 	cmd := &cobra.Command{
 		Use:   "campaign",
@@ -49,9 +52,16 @@ The same --seed draws the same plans; --shard i/n runs every n-th plan from the 
 n runners with the same seed split one campaign; "locklab campaign merge" merges their
 summaries.
 
-Exit status: 0 no safe-configuration violation (and, with --class, the class found),
-1 a safe-configuration violation (or the class not found, or a finding with
---fail-on-findings), 2 error or interrupted.`,
+A violation in a perturbed run (the harness stalled) is a finding under load: listed
+with the stall, counted neither as a finding nor as a pass. A campaign that decided
+fewer than --min-decided claimed (plan, property) pairs (with --class: pairs of any
+property), or whose runs were perturbed in a larger share than --max-perturbed, is
+inconclusive.
+
+Exit status: 0 no safe-configuration violation, enough decided (and, with --class, the
+class found), 1 a safe-configuration violation (or the class not found, or a finding
+with --fail-on-findings), 2 error or interrupted, 3 inconclusive (a class search that
+found its class is never inconclusive).`,
 		Example: `  locklab campaign --duration 10m --impl fenced --fencing full --parallel 2
   locklab campaign --class pause-past-ttl --max-runs 40
   locklab campaign --seed 42 --shard 0/4 --duration 1h --out out/shard0
@@ -63,7 +73,10 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 				return &statusError{exitError, err}
 			}
 			fs := cmd.Flags()
-			o.Registry = reg
+			if err := th.Validate(); err != nil {
+				return &statusError{exitError, err}
+			}
+			o.Registry, o.Thresholds = reg, &th
 			o.Space = campaign.Space{Impls: campaignTrim(impls), Faults: campaignTrim(faultKinds), Fencings: campaignTrim(fencing), MaxFaults: maxFaults, Calm: calm, Backend: backend, TTL: plan.D(ttl)}
 			if fs.Changed("max-faults") && maxFaults == 0 {
 				o.Space.MaxFaults = -1
@@ -125,7 +138,7 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 			if campaignTTY(w) {
 				fmt.Fprint(w, "\r\033[K")
 			}
-			printCampaignSummary(cmd.OutOrStdout(), o.Out, sum)
+			report.CampaignText(cmd.OutOrStdout(), o.Out, sum)
 			return campaignStatus(sum, failOnFindings)
 		},
 	}
@@ -149,6 +162,7 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 	f.BoolVar(&o.KeepPassing, "keep-passing", false, "keep the run directories of passing runs")
 	f.DurationVar(&o.CheckTimeout, "check-timeout", campaign.DefaultCheckTimeout, "checker timeout per property; a timeout is unknown, never a pass")
 	f.BoolVar(&failOnFindings, "fail-on-findings", false, "exit 1 also for violations the models do not rule out")
+	gate.AddFlags(f, &th, "claimed (plan, property) pairs (with --class: pairs of any property)")
 	f.BoolVar(&o.SafeOnly, "safe-only", false, "confirm and shrink only safe-configuration violations (and --class detections), not findings")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		// 0 on the command line means none; internally 0 means the default.
@@ -170,14 +184,19 @@ Exit status: 0 no safe-configuration violation (and, with --class, the class fou
 func newCampaignMergeCmd() *cobra.Command {
 	var out string
 	var failOnFindings bool
+	var th gate.Thresholds
 	cmd := &cobra.Command{
 		Use:   "merge DIR...",
 		Short: "Merge the summaries of campaign shards (or campaigns) into one",
 		Long: `Merge reads DIR/summary.json of each directory and writes one summary.json, summary.md,
 junit.xml and index.html into --out, with counts added up, the earliest first violations,
-and paths (and the page's links) relative to --out. Exit status as for campaign.`,
+and paths (and the page's links) relative to --out. --min-decided and --max-perturbed
+judge the merged counts. Exit status as for campaign.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {
+			if err := th.Validate(); err != nil {
+				return &statusError{exitError, err}
+			}
 			sums := make([]*campaign.Summary, len(dirs))
 			for i, d := range dirs {
 				s, err := campaign.ReadSummary(d)
@@ -192,16 +211,18 @@ and paths (and the page's links) relative to --out. Exit status as for campaign.
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return &statusError{exitError, err}
 			}
-			m := campaign.Merge(out, dirs, sums)
+			m := merge.Merge(out, dirs, sums)
+			m.Thresholds = &th
 			if err := writeSummary(out, m); err != nil {
 				return &statusError{exitError, err}
 			}
-			printCampaignSummary(cmd.OutOrStdout(), out, m)
+			report.CampaignText(cmd.OutOrStdout(), out, m)
 			return campaignStatus(m, failOnFindings)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/campaign-merged", "directory for the merged summary")
 	cmd.Flags().BoolVar(&failOnFindings, "fail-on-findings", false, "exit 1 also for violations the models do not rule out")
+	gate.AddFlags(cmd.Flags(), &th, "claimed (plan, property) pairs (of class searches: pairs of any property)")
 	return cmd
 }
 
@@ -216,65 +237,22 @@ func campaignTrim(xs []string) []string {
 	return out
 }
 
-// campaignStatus is the exit status of a finished campaign.
+// campaignStatus is the exit status of a finished campaign: a violation before an
+// error, an error before too little decided (inconclusive), that before a class missed.
 func campaignStatus(s *campaign.Summary, failOnFindings bool) error {
 	switch {
-	case !s.OK(), failOnFindings && s.Findings > 0:
+	case s.SafeViolations > 0, failOnFindings && s.Findings > 0:
 		return &statusError{code: exitViolation}
 	case s.Interrupted:
 		return &statusError{exitError, errors.New("campaign interrupted; summary written")}
 	case s.Runs == 0 && s.Errors > 0:
 		return &statusError{exitError, fmt.Errorf("no plan could run (%d errors; see summary.md)", s.Errors)}
+	case s.Inconclusive() != nil:
+		return &statusError{code: exitUnknown}
+	case !s.OK():
+		return &statusError{code: exitViolation}
 	}
 	return nil
-}
-
-// printSummary prints the campaign's result in a few lines.
-func printCampaignSummary(w io.Writer, out string, s *campaign.Summary) {
-	fmt.Fprintf(w, "\n%d plans run, %d re-runs, %d errors in %s (%.1f plans/minute)", s.Runs, s.Reruns, s.Errors, s.Elapsed.D(), s.PlansPerMinute)
-	if s.Interrupted {
-		fmt.Fprint(w, ", interrupted")
-	}
-	fmt.Fprintln(w)
-	for _, p := range linearizability.AllProperties() {
-		line := fmt.Sprintf("  %s %-20s %4d runs", p, p.Name(), s.Violations[p])
-		if f, ok := s.FirstViolation[p]; ok {
-			line += fmt.Sprintf(", first after %s (run %d)", f.After.D(), f.Run)
-		}
-		fmt.Fprintln(w, line)
-	}
-	for c, f := range s.FirstDetection {
-		if s.Class == "" || c == s.Class {
-			fmt.Fprintf(w, "  class %s found after %s, %d runs (%s)\n", c, f.After.D(), f.Runs, f.Plan)
-		}
-	}
-	for _, c := range s.Missed() {
-		fmt.Fprintf(w, "  class %s NOT found (confirmed) in %d runs\n", c, s.Runs)
-	}
-	for c, n := range s.Unconfirmed {
-		fmt.Fprintf(w, "  class %s: %d detections did not reproduce in their re-runs (not counted)\n", c, n)
-	}
-	for _, f := range s.Failures {
-		kind := "finding"
-		if len(f.Safe) > 0 {
-			kind = "SAFE-CONFIGURATION VIOLATION"
-		}
-		fmt.Fprintf(w, "  %s: run %d %s %s fencing %s faults %s: %s illegal", kind, f.Run, f.Impl, f.Topology, f.Fencing, f.Faults, campaignProps(f.Illegal))
-		if f.Saved != "" {
-			fmt.Fprintf(w, "; saved %s", filepath.Join(out, f.Saved))
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "%d safe-configuration violations, %d findings; summary %s, page %s\n", s.SafeViolations, s.Findings,
-		filepath.Join(out, campaign.MarkdownFile), filepath.Join(out, report.IndexFile))
-}
-
-func campaignProps(ps []linearizability.Property) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = string(p)
-	}
-	return strings.Join(s, ",")
 }
 
 // isTerminal reports whether w is a terminal, where the progress line redraws itself.
@@ -309,7 +287,7 @@ func campaignProgress(w io.Writer, tty bool) func(campaign.Progress) {
 			case r.Error != "":
 				verdict = "ERROR " + campaignFirstLine(r.Error)
 			case len(r.Illegal) > 0:
-				verdict = campaignProps(r.Illegal) + " ILLEGAL"
+				verdict = linearizability.JoinProperties(r.Illegal, ",") + " ILLEGAL"
 			}
 			fmt.Fprintf(w, "%s: %s | %s\n", r.Plan, verdict, status)
 		}

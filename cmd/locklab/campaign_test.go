@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/campaign"
+	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/report"
 )
 
@@ -35,6 +37,11 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"campaign", "--duration", "0", "--out", dir}, "flags --duration and --max-runs"},
 		{[]string{"campaign", "--confirm", "-1", "--out", dir}, "flag --confirm: must not be negative"},
 		{[]string{"campaign", "merge", "--out", dir, missing}, "read summary"},
+		{[]string{"campaign", "--max-perturbed", "1.5", "--out", dir}, "flag --max-perturbed: want a share from 0 to 1"},
+		{[]string{"campaign", "--min-decided", "-1", "--out", dir}, "flag --min-decided: must not be negative"},
+		{[]string{"campaign", "merge", "--min-decided", "-1", "--out", dir, missing}, "flag --min-decided: must not be negative"},
+		{[]string{"matrix", "--max-perturbed", "-0.5", "--out", dir}, "flag --max-perturbed: want a share from 0 to 1"},
+		{[]string{"detection", "--min-decided", "-2", "--out", dir}, "flag --min-decided: must not be negative"},
 		{[]string{"replay", missing}, missing},
 		{[]string{"replay", "--repeat", "0", missing}, "flag --repeat: want at least 1"},
 		{[]string{"detection", "--claimed-pairs", "-1", "--out", dir}, "--claimed-pairs at least 0"},
@@ -145,5 +152,39 @@ func TestCampaignInterruptedWritesTheSummary(t *testing.T) {
 	}
 	if page, err := os.ReadFile(filepath.Join(out, report.IndexFile)); err != nil || !strings.Contains(string(page), "(interrupted)") {
 		t.Errorf("index.html (%v) does not say the campaign was interrupted:\n%s", err, page)
+	}
+}
+
+// TestCampaignThatDecidesTooLittleIsInconclusive: one plan cannot decide more claimed
+// pairs than there are properties, so a campaign of one plan asked to decide one more
+// exits 3 (inconclusive), and its summary says so; merging its summary applies the
+// merge's own thresholds to the merged counts.
+func TestCampaignThatDecidesTooLittleIsInconclusive(t *testing.T) {
+	out := t.TempDir()
+	tooMany := fmt.Sprint(len(linearizability.AllProperties()) + 1)
+	code, stdout, stderr := locklab(t, "campaign", "--impl", "fenced", "--fencing", "full", "--faults", "none", "--calm",
+		"--max-runs", "1", "--seed", "3", "--min-decided", tooMany, "--out", out)
+	sum, err := campaign.ReadSummary(out)
+	if err != nil {
+		t.Fatalf("exit %d, no summary: %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	if sum.Runs+sum.Perturbed != 1 || sum.SafeViolations != 0 {
+		t.Fatalf("the campaign's one plan did not run to a verdict without violation (exit %d): %+v\n%s\n%s", code, sum, stdout, stderr)
+	}
+	c := sum.Counts()
+	if code != exitUnknown || !strings.Contains(stdout, "INCONCLUSIVE") || !strings.Contains(stdout, "fewer than --min-decided "+tooMany) {
+		t.Fatalf("exit %d, want %d (inconclusive: %s)\n%s\n%s", code, exitUnknown, c, stdout, stderr)
+	}
+	if md, err := os.ReadFile(filepath.Join(out, campaign.MarkdownFile)); err != nil || !strings.Contains(string(md), "**INCONCLUSIVE**") {
+		t.Errorf("summary.md (%v) does not say INCONCLUSIVE:\n%s", err, md)
+	}
+	// The same summary, merged: judged by the merge's thresholds.
+	code, stdout, stderr = locklab(t, "campaign", "merge", "--min-decided", tooMany, "--out", filepath.Join(t.TempDir(), "m"), out)
+	if code != exitUnknown {
+		t.Errorf("merge with --min-decided %s: exit %d, want %d\n%s\n%s", tooMany, code, exitUnknown, stdout, stderr)
+	}
+	code, stdout, stderr = locklab(t, "campaign", "merge", "--min-decided", fmt.Sprint(c.Decided), "--max-perturbed", "1", "--out", filepath.Join(t.TempDir(), "m"), out)
+	if code != exitOK {
+		t.Errorf("merge with --min-decided %d (%s): exit %d, want %d\n%s\n%s", c.Decided, c, code, exitOK, stdout, stderr)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
+	"github.com/locklab/locklab/internal/gate"
 	"github.com/locklab/locklab/internal/mdblock"
 	"github.com/locklab/locklab/report"
 )
@@ -29,6 +30,7 @@ func newDetectionCmd() *cobra.Command {
 		marker                   string
 		seeds, claimed           int // as typed; commandLine reprints the flags, so never rewrite them
 		faultFree                bool
+		th                       gate.Thresholds
 	)
 	cmd := &cobra.Command{
 		Use:   "detection",
@@ -52,7 +54,10 @@ lines <!-- MARKER:begin --> and <!-- MARKER:end --> in FILE (--marker, default
 detection).
 
 Exit status: 0 every class was found by every seed and there was no false alarm, 1 a
-class was missed or a false alarm seen, 2 an error or an interruption.`,
+false alarm seen or a class missed, 2 an error or an interruption, 3 inconclusive:
+without a false alarm, the searches decided fewer than --min-decided (plan, property)
+pairs, or more than --max-perturbed of their plans were perturbed (a missed class then
+says nothing).`,
 		Example: `  locklab detection --seeds 10 --shrink --markdown BENCHMARKS.md
   locklab detection --class pause-past-ttl,check-then-set --seeds 3
   locklab detection --seeds 0 --impl seed-withlock --parallel 4
@@ -73,6 +78,9 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 					return &statusError{exitError, fmt.Errorf("flag --class: %w", err)}
 				}
 				o.Classes = append(o.Classes, c)
+			}
+			if err := th.Validate(); err != nil {
+				return &statusError{exitError, err}
 			}
 			reg, err := registryFor(cmd)
 			if err != nil {
@@ -125,6 +133,7 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 			if err != nil {
 				return &statusError{exitError, err}
 			}
+			res.Thresholds = &th
 			md, err := report.WriteDetection(o.Out, res, commandLine(cmd))
 			if err != nil {
 				return &statusError{exitError, err}
@@ -138,7 +147,12 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 					return &statusError{exitError, err}
 				}
 			}
-			if missed, alarms := res.Shortfalls(); len(missed) > 0 || alarms > 0 {
+			missed, alarms := res.Missed(), res.Alarms()
+			fmt.Fprintf(cmd.ErrOrStderr(), "decided: %s\n", res.Decided())
+			if err := res.Inconclusive(); err != nil {
+				return &statusError{exitUnknown, fmt.Errorf("detection %w", err)}
+			}
+			if len(missed) > 0 || alarms > 0 {
 				return &statusError{exitViolation, fmt.Errorf("missed: %s; false alarms: %d", strings.Join(missed, ", "), alarms)}
 			}
 			return nil
@@ -159,5 +173,6 @@ class was missed or a false alarm seen, 2 an error or an interruption.`,
 	f.DurationVar(&o.ShrinkTime, "shrink-time", 0, "time to spend shrinking one detection (0: the campaign default)")
 	f.StringVar(&o.Out, "out", "out/detection", "output directory")
 	f.StringVar(&markdown, "markdown", "", "Markdown file whose table between the --marker lines is replaced")
+	gate.AddFlags(f, &th, "(plan, property) pairs (of class searches: any; of false alarms: claimed)")
 	return cmd
 }

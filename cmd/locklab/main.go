@@ -20,7 +20,7 @@ const (
 	exitOK        = 0 // every property held
 	exitViolation = 1 // a checker found a violation
 	exitError     = 2 // bad input or a failure to run
-	exitUnknown   = 3 // no violation, but a checker timed out
+	exitUnknown   = 3 // no violation, but a checker timed out, or too little decided (inconclusive)
 )
 
 // statusError carries an exit status through cobra.
@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var se *statusError
 	if errors.As(err, &se) {
-		if se.err != nil && se.code == exitError {
+		if se.err != nil && (se.code == exitError || se.code == exitUnknown) {
 			fmt.Fprintln(stderr, "locklab:", se.err)
 		}
 		return se.code

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/locklab/locklab/internal/gate"
 	"github.com/locklab/locklab/internal/mdblock"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
@@ -29,6 +30,7 @@ func newMatrixCmd() *cobra.Command {
 		repeat, parallel, nodes    int
 		out, readme, backend       string
 		checkTimeout               time.Duration
+		th                         gate.Thresholds
 	)
 	cmd := &cobra.Command{
 		Use:   "matrix",
@@ -48,9 +50,14 @@ servers; a scenario that does not apply to an implementation is n/a, with the re
 With --readme FILE the Markdown table replaces what is between the lines
 ` + matrixBegin + ` and ` + matrixEnd + ` in FILE.
 
+A violation in a perturbed run (the harness stalled) is not counted in its cell: the
+cell shows it as a finding under load ("P2 1/3 under load"), and a note names the stall.
+
 Exit status: 0 the matrix was written (violations are its content), 2 an error: bad
 flags, a run that failed to run (its cell says err), or an interruption (the runs that
-finished are written, marked incomplete, and FILE is left alone).`,
+finished are written, marked incomplete, and FILE is left alone), 3 inconclusive: the
+runs decided fewer than --min-decided (run, property) pairs, or more than
+--max-perturbed of them were perturbed (FILE is left alone).`,
 		Example: `  locklab matrix --repeat 3 --out out/matrix
   locklab matrix --impl setnx,fenced --scenario baseline,pause-past-ttl --parallel 4
   locklab matrix --repeat 1 --out out/matrix --readme docs/matrix.md`,
@@ -70,6 +77,9 @@ finished are written, marked incomplete, and FILE is left alone).`,
 				if c.v < 1 {
 					return &statusError{exitError, fmt.Errorf("flag --%s: want at least 1 %s, got %d", c.flag, c.what, c.v)}
 				}
+			}
+			if err := th.Validate(); err != nil {
+				return &statusError{exitError, err}
 			}
 			reg, err := registryFor(cmd)
 			if err != nil {
@@ -106,7 +116,15 @@ finished are written, marked incomplete, and FILE is left alone).`,
 				}
 				return &statusError{exitError, err}
 			}
-			if readme != "" {
+			fmt.Fprintf(w, "decided: %s\n", res.Meta.Decided)
+			inconclusive := th.Check(res.Meta.Decided, "(run, property) pairs")
+			if inconclusive != nil && res.Meta.Errors == 0 {
+				if readme != "" {
+					inconclusive = fmt.Errorf("%w; %s left alone", inconclusive, readme)
+				}
+				return &statusError{exitUnknown, fmt.Errorf("matrix %w", inconclusive)}
+			}
+			if readme != "" && inconclusive == nil {
 				if err := updateReadme(readme, res); err != nil {
 					return &statusError{exitError, err}
 				}
@@ -130,6 +148,7 @@ finished are written, marked incomplete, and FILE is left alone).`,
 	f.StringVar(&out, "out", filepath.Join("out", "matrix"), "directory for matrix.json, matrix.md, matrix.html, index.html and the runs")
 	f.StringVar(&readme, "readme", "", "Markdown file whose table between "+matrixBegin+" and "+matrixEnd+" is replaced")
 	f.DurationVar(&checkTimeout, "check-timeout", 0, "checker timeout per property (0: default); a timeout shows as ?, never as a pass")
+	gate.AddFlags(f, &th, "(run, property) pairs")
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
 )
 
@@ -95,5 +98,30 @@ func TestMatrixUpdatesReadme(t *testing.T) {
 	// Nothing in the document links to the runs, which are not part of it.
 	if l := regexp.MustCompile(`\]\(([^)]+)\)`).FindString(text); l != "" {
 		t.Errorf("the table links outside the document: %s\n%s", l, text)
+	}
+}
+
+// TestMatrixThatDecidesTooLittleIsInconclusive: one run of one cell cannot decide more
+// (run, property) pairs than there are properties; asked for one more, the matrix is
+// written, exits 3 and leaves the README alone.
+func TestMatrixThatDecidesTooLittleIsInconclusive(t *testing.T) {
+	dir := t.TempDir()
+	readme := filepath.Join(dir, "README.md")
+	before := "# Doc\n\n<!-- matrix:begin -->\n<!-- matrix:end -->\n"
+	if err := os.WriteFile(readme, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tooMany := fmt.Sprint(len(linearizability.AllProperties()) + 1)
+	out := filepath.Join(dir, "m")
+	code, stdout, stderr := locklab(t, "matrix", "--impl", "setnx", "--scenario", "baseline", "--fencing", "off", "--min-decided", tooMany, "--out", out, "--readme", readme)
+	if code != exitUnknown || !strings.Contains(stderr, "fewer than --min-decided "+tooMany) || !strings.Contains(stderr, readme+" left alone") {
+		t.Fatalf("exit %d, want %d (inconclusive)\n%s\n%s", code, exitUnknown, stdout, stderr)
+	}
+	if doc, err := os.ReadFile(readme); err != nil || string(doc) != before {
+		t.Errorf("README changed (%v):\n%s", err, doc)
+	}
+	m, err := matrix.Load(out)
+	if err != nil || m.Meta.Decided.Runs != 1 {
+		t.Errorf("matrix.json (%v) does not count the run: %+v", err, m.Meta.Decided)
 	}
 }
