@@ -27,10 +27,13 @@ func Describe(ctx context.Context, argv []string, topology string, cfg lockimpl.
 	}
 	cfg = cfg.WithDefaults()
 	env, err := subprocessEnv(cfg, topology)
+	if err == nil {
+		env, err = withAccess(env, cfg) // also drops the access variables locklab inherited
+	}
 	if err != nil {
 		return Hello{}, err
 	}
-	p, err := spawnClient(argv, env, nil)
+	p, err := spawnClient(argv, env, nil, scrubberOf(cfg))
 	if err != nil {
 		return Hello{}, err
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/cluster/faketime"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -163,6 +164,8 @@ type subprocessLocker struct {
 	step    lockimpl.StepFunc
 	timeout time.Duration
 	log     io.Writer // the client's stderr also goes here; nil: nowhere
+	// scrub keeps secrets out of everything the client says, before anything keeps it.
+	scrub *access.Scrubber
 	// fakeClock is the client's wall clock under libfaketime (Config.FakeClock), or nil.
 	fakeClock *faketime.Clock
 
@@ -202,6 +205,7 @@ func newSubprocessLocker(name string, argv []string, topology string, fencing bo
 	l := &subprocessLocker{
 		name: name, argv: argv, env: env, fencing: fencing,
 		clock: cfg.Clock, step: cfg.Step, timeout: cfg.Timeout, log: cfg.Log, fakeClock: cfg.FakeClock,
+		scrub: scrubberOf(cfg),
 	}
 	p, h, err := l.start(context.Background())
 	if err != nil {
@@ -570,7 +574,7 @@ func (l *subprocessLocker) start(ctx context.Context) (*clientProc, subprocessHe
 			return nil, subprocessHello{}, err
 		}
 	}
-	p, err := spawnClient(l.argv, l.env, l.log)
+	p, err := spawnClient(l.argv, l.env, l.log, l.scrub)
 	if err != nil {
 		return nil, subprocessHello{}, err
 	}
@@ -708,6 +712,18 @@ func (r subprocessResponse) outcomeErr(refusal error) error {
 	return fmt.Errorf("client reports outcome unknown: %s", msg)
 }
 
+// scrubberOf is the scrubber of cfg: the run's, or else the passwords of its servers.
+func scrubberOf(cfg lockimpl.Config) *access.Scrubber {
+	if cfg.Scrub != nil {
+		return cfg.Scrub
+	}
+	var as []access.Access
+	for _, a := range cfg.Access {
+		as = append(as, a)
+	}
+	return access.NewScrubber(nil, as...)
+}
+
 // quoteLine quotes a line for an error, shortened.
 func quoteLine(line []byte) string {
 	if len(line) > quoteMax {
@@ -722,7 +738,8 @@ type clientProc struct {
 	stdin  *os.File
 	lines  chan lineResult // the client's stdout, line by line; closed at EOF
 	stderr *tailBuffer
-	quit   chan struct{} // closed by kill: the reader stops delivering
+	scrub  *access.Scrubber // applied to stdout's lines and stderr
+	quit   chan struct{}    // closed by kill: the reader stops delivering
 
 	exited  chan struct{} // closed once the process is reaped
 	waitErr error         // the exit status, set before exited closes
@@ -738,13 +755,15 @@ type lineResult struct {
 }
 
 // spawnClient starts argv in its own process group with pipes for stdin and stdout.
+// What the client writes passes scrub before anything reads or keeps it: a client that
+// prints its environment, or puts a server's URL in an error, leaks no password.
 //
 // Own process group: a terminal's Ctrl-C reaches only locklab, and faults signal the
 // client with whatever it started. Pdeathsig: the client dies with locklab even if
 // locklab is SIGKILLed. Linux sends Pdeathsig when the *thread* that forked the child
 // ends, so the child is forked from a goroutine locked to its thread for the child's
 // whole life: it then waits for the child, and only after the reap does the thread end.
-func spawnClient(argv []string, env []string, log io.Writer) (*clientProc, error) {
+func spawnClient(argv []string, env []string, log io.Writer, scrub *access.Scrubber) (*clientProc, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start client: %w", err)
@@ -761,13 +780,16 @@ func spawnClient(argv []string, env []string, log io.Writer) (*clientProc, error
 		stderr: &tailBuffer{max: stderrKeep},
 		quit:   make(chan struct{}),
 		exited: make(chan struct{}),
+		scrub:  scrub,
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
+	var stderr io.Writer = p.stderr
 	if log != nil {
-		cmd.Stderr = teeWriter{p.stderr, log}
+		stderr = teeWriter{p.stderr, log}
 	}
+	scrubbed := scrub.Writer(stderr)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, scrubbed
 	// Something the client left running in its group may hold stderr open; Wait then
 	// stops copying it after this long rather than never returning.
 	cmd.WaitDelay = closeGrace
@@ -782,6 +804,7 @@ func spawnClient(argv []string, env []string, log io.Writer) (*clientProc, error
 		}
 		started <- nil
 		p.waitErr = cmd.Wait()
+		_ = scrubbed.Flush() // stderr ended: its last line goes too (a failing log changes nothing)
 		close(p.exited)
 	}()
 	err = <-started
@@ -804,7 +827,8 @@ func (p *clientProc) read(out *os.File) {
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
 	for sc.Scan() {
-		line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+		// A protocol line holds no secret, unless the client puts one in an error.
+		line := p.scrub.Bytes(bytes.TrimSuffix(sc.Bytes(), []byte("\r")))
 		select {
 		case p.lines <- lineResult{line: bytes.Clone(line)}:
 		case <-p.quit:
