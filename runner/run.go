@@ -114,7 +114,7 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 			return rep, fmt.Errorf("create run directory: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(opts.Dir, PlanFile), opts.scrub.Bytes(p.MarshalIndent()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(opts.Dir, PlanFile), p.MarshalIndent(), 0o644); err != nil {
 			return rep, fmt.Errorf("write plan: %w", err)
 		}
 	}

@@ -515,7 +515,7 @@ func (l *subprocessLocker) call(ctx context.Context, req subprocessRequest) (res
 		case r.err != nil:
 			return resp, start, l.broke(p, fmt.Errorf("read answer: %w", r.err))
 		}
-		if resp, err = parseResponse(r.line, req); err != nil {
+		if resp, err = parseResponse(r.line, req, p.scrub); err != nil {
 			return resp, start, l.broke(p, err)
 		}
 		return resp, start, nil
@@ -592,7 +592,7 @@ func (l *subprocessLocker) awaitHello(ctx context.Context, p *clientProc) (subpr
 	h, line, err := readHello(ctx, p, l.timeout+helloMargin)
 	if err == nil && *h.Fencing != l.fencing {
 		err = fmt.Errorf("hello line %s: client says fencing %v, the implementation is registered with fencing %v",
-			quoteLine(line), *h.Fencing, l.fencing)
+			quoteLine(line, p.scrub), *h.Fencing, l.fencing)
 	}
 	return h, err
 }
@@ -619,14 +619,14 @@ func readHello(ctx context.Context, p *clientProc, wait time.Duration) (subproce
 	}
 	var h subprocessHello
 	if err := json.Unmarshal(r.line, &h); err != nil || h.Hello == nil {
-		return h, r.line, fmt.Errorf("malformed hello line %s: want %s", quoteLine(r.line),
+		return h, r.line, fmt.Errorf("malformed hello line %s: want %s", quoteLine(r.line, p.scrub),
 			`{"hello":"`+SubprocessProtocol+`","name":"...","fencing":false}`)
 	}
 	switch {
 	case *h.Hello != SubprocessProtocol:
-		return h, r.line, fmt.Errorf("hello line %s: client speaks %q, locklab speaks %q", quoteLine(r.line), *h.Hello, SubprocessProtocol)
+		return h, r.line, fmt.Errorf("hello line %s: client speaks %q, locklab speaks %q", quoteLine(r.line, p.scrub), *h.Hello, SubprocessProtocol)
 	case h.Fencing == nil:
-		return h, r.line, fmt.Errorf("hello line %s: no \"fencing\" field", quoteLine(r.line))
+		return h, r.line, fmt.Errorf("hello line %s: no \"fencing\" field", quoteLine(r.line, p.scrub))
 	}
 	return h, r.line, nil
 }
@@ -672,23 +672,25 @@ const (
 )
 
 // parseResponse decodes and checks the answer to req; any violation is an error that
-// names the line.
-func parseResponse(line []byte, req subprocessRequest) (subprocessResponse, error) {
+// names the line. The client's error, which may quote its server's URL, is scrubbed.
+func parseResponse(line []byte, req subprocessRequest, scrub *access.Scrubber) (subprocessResponse, error) {
 	var r subprocessResponse
-	if err := json.Unmarshal(line, &r); err != nil {
-		return r, fmt.Errorf("malformed answer line %s: %v", quoteLine(line), err)
+	err := json.Unmarshal(line, &r)
+	r.Error = scrub.String(r.Error)
+	if err != nil {
+		return r, fmt.Errorf("malformed answer line %s: %v", quoteLine(line, scrub), err)
 	}
 	switch {
 	case r.ID == nil:
-		return r, fmt.Errorf("answer line %s has no id (want %d)", quoteLine(line), req.ID)
+		return r, fmt.Errorf("answer line %s has no id (want %d)", quoteLine(line, scrub), req.ID)
 	case *r.ID != req.ID:
-		return r, fmt.Errorf("answer line %s has id %d, want %d", quoteLine(line), *r.ID, req.ID)
+		return r, fmt.Errorf("answer line %s has id %d, want %d", quoteLine(line, scrub), *r.ID, req.ID)
 	case r.Outcome != outcomeOK && r.Outcome != outcomeFail && r.Outcome != outcomeUnknown:
-		return r, fmt.Errorf("answer line %s: outcome %q is none of ok, fail, unknown", quoteLine(line), r.Outcome)
+		return r, fmt.Errorf("answer line %s: outcome %q is none of ok, fail, unknown", quoteLine(line, scrub), r.Outcome)
 	case r.Outcome == outcomeOK && req.Op == "acquire" && r.Token == "":
-		return r, fmt.Errorf("answer line %s: an acquire ok without a token", quoteLine(line))
+		return r, fmt.Errorf("answer line %s: an acquire ok without a token", quoteLine(line, scrub))
 	case r.Outcome == outcomeOK && req.Op == "acquire" && r.Fence < 0:
-		return r, fmt.Errorf("answer line %s: negative fence", quoteLine(line))
+		return r, fmt.Errorf("answer line %s: negative fence", quoteLine(line, scrub))
 	}
 	return r, nil
 }
@@ -724,8 +726,10 @@ func scrubberOf(cfg lockimpl.Config) *access.Scrubber {
 	return access.NewScrubber(nil, as...)
 }
 
-// quoteLine quotes a line for an error, shortened.
-func quoteLine(line []byte) string {
+// quoteLine quotes a line for an error, scrubbed, then shortened: a secret cut in two
+// would not be recognised.
+func quoteLine(line []byte, scrub *access.Scrubber) string {
+	line = scrub.Bytes(line)
 	if len(line) > quoteMax {
 		return strconv.Quote(string(line[:quoteMax])) + fmt.Sprintf("... (%d bytes)", len(line))
 	}
@@ -738,7 +742,7 @@ type clientProc struct {
 	stdin  *os.File
 	lines  chan lineResult // the client's stdout, line by line; closed at EOF
 	stderr *tailBuffer
-	scrub  *access.Scrubber // applied to stdout's lines and stderr
+	scrub  *access.Scrubber // applied to stderr and to what errors quote of stdout
 	quit   chan struct{}    // closed by kill: the reader stops delivering
 
 	exited  chan struct{} // closed once the process is reaped
@@ -755,8 +759,10 @@ type lineResult struct {
 }
 
 // spawnClient starts argv in its own process group with pipes for stdin and stdout.
-// What the client writes passes scrub before anything reads or keeps it: a client that
-// prints its environment, or puts a server's URL in an error, leaks no password.
+// Its stderr passes scrub before anything keeps it, and scrub is p's for the errors that
+// quote its lines: a client that prints its environment, or puts a server's URL in an
+// error, leaks no password. (Its protocol lines are read as they are: a short password
+// could otherwise turn a token or an outcome into something else.)
 //
 // Own process group: a terminal's Ctrl-C reaches only locklab, and faults signal the
 // client with whatever it started. Pdeathsig: the client dies with locklab even if
@@ -827,8 +833,7 @@ func (p *clientProc) read(out *os.File) {
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
 	for sc.Scan() {
-		// A protocol line holds no secret, unless the client puts one in an error.
-		line := p.scrub.Bytes(bytes.TrimSuffix(sc.Bytes(), []byte("\r")))
+		line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
 		select {
 		case p.lines <- lineResult{line: bytes.Clone(line)}:
 		case <-p.quit:

@@ -528,6 +528,32 @@ func TestSubprocessScrubsSecrets(t *testing.T) {
 	}
 }
 
+// TestSubprocessQuotesLinesScrubbed: a bad line is quoted in the error scrubbed, then
+// shortened, so that the cut cannot leave a piece of a password the scrubber would not
+// recognise.
+func TestSubprocessQuotesLinesScrubbed(t *testing.T) {
+	pw := clustertest.AwkwardPassword(t)
+	cfg := lockimpl.Config{Access: map[string]access.Access{"127.0.0.1:1": {Password: pw}}}
+	_, err := fake(t, cfg, false, `printf '%0278d%s and more\n' 0 "$LOCKLAB_REDIS_PASSWORD"; cat >/dev/null`)
+	if err == nil || !strings.Contains(err.Error(), "malformed hello line") {
+		t.Fatalf("New: %v; want the malformed hello line quoted", err)
+	}
+	if leak := clustertest.Leak(pw, err.Error()); leak != "" {
+		t.Errorf("error shows %q of the password: %v", leak, err)
+	}
+}
+
+// TestSubprocessShortPassword: a password that is also a word of the protocol changes
+// no protocol line; only what is shown of them is scrubbed.
+func TestSubprocessShortPassword(t *testing.T) {
+	cfg := lockimpl.Config{Access: map[string]access.Access{"127.0.0.1:1": {Password: "ok"}}}
+	l := mustFake(t, cfg, false, fakeAnswering, `{"id":%s,"outcome":"ok","token":"ok-token"}`)
+	lease, err := l.Acquire(context.Background(), "k", time.Second)
+	if err != nil || lease.Token != "ok-token" {
+		t.Errorf("acquire: %+v, %v; want the token as the client said it", lease, err)
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for a client's stderr and the test at once.
 type syncBuffer struct {
 	mu sync.Mutex
