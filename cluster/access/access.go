@@ -280,6 +280,16 @@ func RedactURL(raw string) string {
 	return raw
 }
 
+// RedactCommand is argv joined by spaces, for messages, with RedactURL applied to each
+// word: a lock client's command line may carry a server's URL.
+func RedactCommand(argv []string) string {
+	words := make([]string, len(argv))
+	for i, w := range argv {
+		words[i] = RedactURL(w)
+	}
+	return strings.Join(words, " ")
+}
+
 // cutUserinfo splits raw around its userinfo: what comes before it (the scheme and
 // "://", if any), the userinfo, and the rest from the last "@" on.
 func cutUserinfo(raw string) (prefix, userinfo, rest string, ok bool) {

@@ -166,4 +166,7 @@ func TestRedactURLHidesUnlikelyUsers(t *testing.T) {
 			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
 		}
 	}
+	if got := access.RedactCommand([]string{"node", "c.js", "--url=redis://u:s3cret@h:1"}); got != "node c.js --url=redis://u:xxxxx@h:1" {
+		t.Errorf("RedactCommand = %q", got)
+	}
 }

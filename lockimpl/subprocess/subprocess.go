@@ -582,7 +582,7 @@ func (l *subprocessLocker) start(ctx context.Context) (*clientProc, subprocessHe
 	if err != nil {
 		killErr := p.kill()
 		return nil, subprocessHello{}, fmt.Errorf("client %q (pid %d): %w%s%s",
-			strings.Join(l.argv, " "), p.pid, errors.Join(err, killErr), p.exitNote(), p.stderr.quote())
+			access.RedactCommand(l.argv), p.pid, errors.Join(err, killErr), p.exitNote(), p.stderr.quote())
 	}
 	return p, h, nil
 }
@@ -819,7 +819,7 @@ func spawnClient(argv []string, env []string, log io.Writer, scrub *access.Scrub
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		return nil, fmt.Errorf("start client %q: %w", strings.Join(argv, " "), err)
+		return nil, fmt.Errorf("start client %q: %w", access.RedactCommand(argv), err)
 	}
 	p.pid = cmd.Process.Pid
 	go p.read(outR)

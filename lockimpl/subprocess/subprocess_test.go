@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -537,6 +538,20 @@ func TestSubprocessQuotesLinesScrubbed(t *testing.T) {
 	_, err := fake(t, cfg, false, `printf '%0278d%s and more\n' 0 "$LOCKLAB_REDIS_PASSWORD"; cat >/dev/null`)
 	if err == nil || !strings.Contains(err.Error(), "malformed hello line") {
 		t.Fatalf("New: %v; want the malformed hello line quoted", err)
+	}
+	if leak := clustertest.Leak(pw, err.Error()); leak != "" {
+		t.Errorf("error shows %q of the password: %v", leak, err)
+	}
+}
+
+// TestSubprocessCommandRedacted: a client's command line that carries a server's URL is
+// shown with the password redacted.
+func TestSubprocessCommandRedacted(t *testing.T) {
+	pw := clustertest.AwkwardPassword(t)
+	arg := "--url=redis://alice:" + url.PathEscape(pw) + "@127.0.0.1:1"
+	_, err := fake(t, lockimpl.Config{}, false, `exit 3`, arg)
+	if err == nil || !strings.Contains(err.Error(), "--url=redis://alice:xxxxx@127.0.0.1:1") {
+		t.Fatalf("New: %v; want the command with the URL redacted", err)
 	}
 	if leak := clustertest.Leak(pw, err.Error()); leak != "" {
 		t.Errorf("error shows %q of the password: %v", leak, err)
