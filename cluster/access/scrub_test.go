@@ -170,3 +170,13 @@ func TestRedactURLHidesUnlikelyUsers(t *testing.T) {
 		t.Errorf("RedactCommand = %q", got)
 	}
 }
+
+// BenchmarkScrubberString is the cost of scrubbing one recorded error or token (a run on
+// external servers pays it once per distinct string).
+func BenchmarkScrubberString(b *testing.B) {
+	s := access.ScrubberOf(awkward)
+	text := "dial tcp 127.0.0.1:6379: connect: connection refused (lease 7f3a9c2e41d04b6f)"
+	for b.Loop() {
+		s.String(text)
+	}
+}
