@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/cluster/netproxy"
 )
 
@@ -116,8 +116,9 @@ func (c *Cluster) Nodes() []Node {
 	return nodes
 }
 
-// CopyLogs copies each server's log into dir as <name>.log, for a run's report.
-func (c *Cluster) CopyLogs(dir string) error {
+// CopyLogs copies each server's log into dir as <name>.log, for a run's report, with
+// scrub's secrets redacted (nil: as it is).
+func (c *Cluster) CopyLogs(dir string, scrub *access.Scrubber) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("copy redis logs: %w", err)
 	}
@@ -126,28 +127,19 @@ func (c *Cluster) CopyLogs(dir string) error {
 		if n.LogPath() == "" {
 			continue
 		}
-		if err := copyFile(n.LogPath(), filepath.Join(dir, n.Name()+".log")); err != nil {
+		if err := copyFile(n.LogPath(), filepath.Join(dir, n.Name()+".log"), scrub); err != nil {
 			errs = append(errs, fmt.Errorf("copy log of %s: %w", n.Name(), err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func copyFile(from, to string) error {
-	src, err := os.Open(from)
+func copyFile(from, to string, scrub *access.Scrubber) error {
+	data, err := os.ReadFile(from)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
-	dst, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
+	return os.WriteFile(to, scrub.Bytes(data), 0o644)
 }
 
 // Close stops every server of the cluster (the backend stays open). Idempotent.

@@ -201,6 +201,18 @@ func AccessOf(n Node) access.Access {
 	return access.Access{}
 }
 
+// Secrets are the Access of b's servers when b is an external backend (none for the
+// servers locklab starts): what access.NewScrubber needs.
+func Secrets(b Backend) []access.Access {
+	var out []access.Access
+	if e, ok := b.(*ExternalBackend); ok && e != nil {
+		for _, s := range append(append([]access.ServerURL(nil), e.lock...), e.store) {
+			out = append(out, s.Access)
+		}
+	}
+	return out
+}
+
 // IsExternal reports whether n is a server the harness did not start.
 func IsExternal(n Node) bool {
 	_, ok := n.(*ExternalNode)

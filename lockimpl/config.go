@@ -35,6 +35,9 @@ type Config struct {
 	// Log receives what a client process writes to its stderr (subprocess clients), for
 	// the run directory; nil: kept only for error messages.
 	Log io.Writer
+	// Scrub keeps the run's secrets out of what a client process says (its stderr, in Log
+	// and in error messages); nil: the passwords of Access.
+	Scrub *access.Scrubber
 	// FakeClock, when set, moves the wall clock of a client that runs as a process of its
 	// own: the process starts under libfaketime reading this clock's file, and a
 	// client-clock fault moves it with Clock. It reaches only programs that read the time

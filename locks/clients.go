@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/lockimpl/subprocess"
@@ -123,7 +124,7 @@ func Register(ctx context.Context, reg *lockimpl.Registry, clients []Client) err
 		}
 		desc := c.Description
 		if desc == "" {
-			desc = fmt.Sprintf("%s (command: %s)", h.Name, strings.Join(c.Command, " "))
+			desc = fmt.Sprintf("%s (command: %s)", h.Name, access.RedactCommand(c.Command))
 		}
 		impl, err := subprocess.SubprocessOn(c.Topology, c.Name, desc, c.Command, h.Fencing)
 		if err == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/cluster/etcd"
 	"github.com/locklab/locklab/cluster/faketime"
 	"github.com/locklab/locklab/faults"
@@ -85,6 +86,8 @@ type Options struct {
 	// once) and the run keeps none: a run of days in constant memory. The history that is
 	// saved and checked then has the fault windows only; the sink is the evidence.
 	Sink func(histories.Op)
+
+	scrub *access.Scrubber // set by Run: scrubberFor(Backend)
 }
 
 // Report is what one run produced.
@@ -121,6 +124,9 @@ type Report struct {
 func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err error) {
 	p := r.Plan
 	rep = Report{Plan: p, Dir: opts.Dir}
+	opts.scrub = scrubberFor(opts.Backend)
+	opts.Sink = scrubSink(opts.Sink, opts.scrub)
+	defer func() { err = opts.scrub.Error(err) }()
 	if opts.Dir != "" {
 		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 			return rep, fmt.Errorf("create run directory: %w", err)
@@ -135,14 +141,15 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 	}
 	x, runErr := onServers(ctx, r, opts)
 	opts.Slots.give()
-	rep.Warnings = append(rep.Warnings, x.warnings...)
+	rep.Warnings = append(rep.Warnings, opts.scrub.Strings(x.warnings)...)
 	if !x.clocked {
 		return rep, runErr // nothing ran: no evidence to keep
 	}
 	h := x.history
+	scrubHistory(&h, opts.scrub)
 	rep.Interrupted = errors.Is(runErr, ErrInterrupted) || errors.Is(runErr, ErrDeadline)
 	if runErr != nil {
-		rep.EndedEarly = runErr.Error()
+		rep.EndedEarly = opts.scrub.String(runErr.Error())
 	}
 	rep.Stall, rep.Perturbed = x.stall, perturbed(x.stall, x.where, p.TTL.D())
 	rep.Ops, rep.Faults = len(h.Ops), len(h.Faults)
@@ -209,7 +216,7 @@ func onServers(ctx context.Context, r *plan.Resolved, opts Options) (x executed,
 	if opts.Dir != "" {
 		// Logs are copied last, after faults healed, whatever the run's outcome.
 		defer func() {
-			if cerr := cl.CopyLogs(filepath.Join(opts.Dir, LogsDir)); cerr != nil {
+			if cerr := cl.CopyLogs(filepath.Join(opts.Dir, LogsDir), opts.scrub); cerr != nil {
 				x.warnings = append(x.warnings, cerr.Error())
 			}
 		}()
@@ -323,6 +330,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 			Timeout:   p.Timeout.D(),
 			Options:   r.Options,
 			FakeClock: fakeClocks[client],
+			Scrub:     opts.scrub,
 			Step: func(ctx context.Context, step string) error {
 				return gates.Reach(ctx, client, step)
 			},

@@ -167,6 +167,22 @@ func FamilyByName(name string) (Family, error) {
 	return Family{}, fmt.Errorf("no rule family %q (families: %v)", name, names)
 }
 
+// FamilyNames checks names of families, "all" alone standing for every family.
+func FamilyNames(names []string) ([]string, error) {
+	if len(names) == 1 && names[0] == "all" {
+		names = nil
+		for _, f := range Families() {
+			names = append(names, f.Name)
+		}
+	}
+	for _, name := range names {
+		if _, err := FamilyByName(name); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
 // FamilyAlarms is one family's false-alarm count under faults: the pairs its rules
 // claimed, from how many plans, and how many were violated.
 type FamilyAlarms struct {

@@ -81,7 +81,10 @@ func TestFamiliesClaimWhatTheyCount(t *testing.T) {
 			t.Errorf("family %s: only %d of %d plans drawn have a claim of its rules", f.Name, withClaims, n)
 		}
 	}
-	if _, err := FamilyByName("no-such-family"); err == nil || !strings.Contains(err.Error(), "fencing-full") {
+	if all, err := FamilyNames([]string{"all"}); err != nil || len(all) != len(Families()) {
+		t.Errorf("FamilyNames(all): %v, %v", all, err)
+	}
+	if _, err := FamilyNames([]string{"renewal", "no-such-family"}); err == nil || !strings.Contains(err.Error(), "fencing-full") {
 		t.Errorf("FamilyByName of an unknown name: %v, want an error listing the families", err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -136,10 +135,10 @@ func ParseServerURL(raw string, lookupEnv func(string) (string, bool), roots TLS
 	s, err := parseServerURL(raw, lookupEnv, roots)
 	if err != nil {
 		msg := err.Error()
-		if pw := urlPassword(raw); len(pw) > 0 {
+		if secrets := urlSecrets(raw); len(secrets) > 0 {
 			// A URL that does not parse may cut its password anywhere (a "/" in it ends
 			// the host): what the parser quotes may be a piece of it.
-			msg = unquote(scrub(msg, pw))
+			msg = unquote(ScrubberOf(secrets...).String(msg))
 		}
 		return ServerURL{}, fmt.Errorf("server %q: %s", shown, msg)
 	}
@@ -263,66 +262,95 @@ func redactedURL(scheme string, a Access, addr string) string {
 
 // RedactURL is raw with the password of its userinfo, if any, replaced by Redacted. It
 // works on text that does not parse, for error messages: everything between the first
-// colon of the userinfo and the last "@" goes.
+// colon of the userinfo and the last "@" goes. A user name that no URL could hold (an
+// "@", a space, a quote: more likely a password typed without its colon or
+// percent-encoding) goes too, the whole userinfo Redacted.
 func RedactURL(raw string) string {
-	prefix, rest := "", raw
-	if scheme, after, ok := strings.Cut(raw, "://"); ok {
-		prefix, rest = scheme+"://", after
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
+	prefix, userinfo, rest, ok := cutUserinfo(raw)
+	if !ok {
 		return raw
 	}
-	user, _, hasPassword := strings.Cut(rest[:at], ":")
-	if !hasPassword {
-		return raw
+	user, _, hasPassword := strings.Cut(userinfo, ":")
+	switch {
+	case !plausibleUser(user):
+		return prefix + Redacted + rest
+	case hasPassword:
+		return prefix + user + ":" + Redacted + rest
 	}
-	return prefix + user + ":" + Redacted + rest[at:]
+	return raw
 }
 
-// urlPassword is the password text of raw's userinfo (as RedactURL finds it), and its
-// unescaped form, for scrubbing messages.
-func urlPassword(raw string) []string {
-	_, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		rest = raw
+// RedactCommand is argv joined by spaces, for messages, with RedactURL applied to each
+// word: a lock client's command line may carry a server's URL.
+func RedactCommand(argv []string) string {
+	words := make([]string, len(argv))
+	for i, w := range argv {
+		words[i] = RedactURL(w)
 	}
-	at := strings.LastIndex(rest, "@")
+	return strings.Join(words, " ")
+}
+
+// cutUserinfo splits raw around its userinfo: what comes before it (the scheme and
+// "://", if any), the userinfo, and the rest from the last "@" on.
+func cutUserinfo(raw string) (prefix, userinfo, rest string, ok bool) {
+	prefix, after := "", raw
+	if scheme, a, found := strings.Cut(raw, "://"); found {
+		prefix, after = scheme+"://", a
+	}
+	at := strings.LastIndex(after, "@")
 	if at < 0 {
+		return "", "", "", false
+	}
+	return prefix, after[:at], after[at:], true
+}
+
+// plausibleUser reports whether user is made of what a URL's user name may hold
+// (RFC 3986: unreserved, sub-delims and percent-escapes).
+func plausibleUser(user string) bool {
+	for i := 0; i < len(user); i++ {
+		c := user[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~!$&'()*+,;=", c) >= 0:
+		case c == '%' && i+2 < len(user) && isHex(user[i+1]) && isHex(user[i+2]):
+			i += 2
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// urlSecrets are what RedactURL hides of raw (the password text of its userinfo, or the
+// whole userinfo), as given and unescaped, for scrubbing messages.
+func urlSecrets(raw string) []string {
+	_, userinfo, _, ok := cutUserinfo(raw)
+	if !ok {
 		return nil
 	}
-	_, pw, ok := strings.Cut(rest[:at], ":")
-	if !ok || pw == "" {
+	user, pw, hasPassword := strings.Cut(userinfo, ":")
+	secret := pw
+	if !plausibleUser(user) {
+		secret = userinfo
+	} else if !hasPassword {
 		return nil
 	}
-	out := []string{pw}
-	if un, err := url.PathUnescape(pw); err == nil && un != pw {
+	if secret == "" {
+		return nil
+	}
+	out := []string{secret}
+	if un, err := url.PathUnescape(secret); err == nil && un != secret {
 		out = append(out, un)
 	}
 	return out
 }
 
-// scrub replaces every secret in s by Redacted.
-func scrub(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if sec != "" && sec != Redacted {
-			s = strings.ReplaceAll(s, sec, Redacted)
-		}
-	}
-	return s
-}
-
-// Scrub replaces every password of accesses, and their URL-escaped forms, in s by
+// Scrub replaces every password of accesses, in any form Scrubber knows, in s by
 // Redacted: a last guard on messages that may quote a server's answer or a library's.
 func Scrub(s string, accesses ...Access) string {
-	var secrets []string
-	for _, a := range accesses {
-		if a.Password != "" {
-			secrets = append(secrets, a.Password, url.QueryEscape(a.Password), url.PathEscape(a.Password),
-				strings.TrimPrefix(url.UserPassword("", a.Password).String(), ":"))
-		}
-	}
-	// Longest first, so that an escaped form is not half-replaced by a shorter one.
-	slices.SortStableFunc(secrets, func(x, y string) int { return len(y) - len(x) })
-	return scrub(s, secrets)
+	return NewScrubber(nil, accesses...).String(s)
 }

@@ -6,12 +6,14 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,4 +136,37 @@ func writeTestPKI(caFile, certFile, keyFile string) error {
 		}
 	}
 	return nil
+}
+
+// AwkwardPassword is a password no file or message can hold by chance, with the
+// characters that URLs, comma-separated lists and JSON treat specially (, " @ % :)
+// between random pieces of letters and digits.
+func AwkwardPassword(t testing.TB) string {
+	t.Helper()
+	piece := func() string {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			t.Fatalf("clustertest: %v", err)
+		}
+		return hex.EncodeToString(b[:])
+	}
+	return "Pw" + piece() + `,q"u@o%t:e` + piece() + "%41"
+}
+
+// Leak is what text shows of password: the whole of it, or a recognisable piece (a run
+// of six or more letters and digits, such as a random part of AwkwardPassword); "" when
+// text shows nothing of it.
+func Leak(password, text string) string {
+	if strings.Contains(text, password) {
+		return password
+	}
+	pieces := strings.FieldsFunc(password, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	})
+	for _, p := range pieces {
+		if len(p) >= 6 && strings.Contains(text, p) {
+			return p
+		}
+	}
+	return ""
 }

@@ -96,18 +96,8 @@ says nothing).`,
 				}
 				o.Impls = append(o.Impls, name)
 			}
-			names := campaignTrim(families) // families as typed: commandLine reprints it
-			if len(names) == 1 && names[0] == "all" {
-				names = nil
-				for _, f := range detection.Families() {
-					names = append(names, f.Name)
-				}
-			}
-			for _, name := range names {
-				if _, err := detection.FamilyByName(name); err != nil {
-					return &statusError{exitError, fmt.Errorf("flag --families: %w", err)}
-				}
-				o.Families = append(o.Families, name)
+			if o.Families, err = detection.FamilyNames(campaignTrim(families)); err != nil { // families as typed: commandLine reprints it
+				return &statusError{exitError, fmt.Errorf("flag --families: %w", err)}
 			}
 			o.Registry, o.NoFaultFree = reg, !faultFree
 			if seeds == 0 && (claimed == 0 || !faultFree && len(o.Families) == 0) {

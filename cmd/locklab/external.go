@@ -21,10 +21,10 @@ type externalFlags struct {
 
 // externalBackend builds the backend of the servers named by the flags, or else by the
 // plan's external section (a flag overrides its field), and records them in pl with
-// every password redacted. nil when neither names any. It also returns the servers'
-// Access, so that messages can be scrubbed of their passwords. Errors name the flag or
-// the plan's field and show no password.
-func externalBackend(fs *pflag.FlagSet, pl *plan.Plan, fl externalFlags, source string) (*cluster.ExternalBackend, []access.Access, error) {
+// every password redacted. nil when neither names any. It also returns the scrubber of
+// every secret known (the servers' passwords and the environment's) for messages. Errors
+// name the flag or the plan's field and show no password.
+func externalBackend(fs *pflag.FlagSet, pl *plan.Plan, fl externalFlags, source string) (*cluster.ExternalBackend, *access.Scrubber, error) {
 	var recorded plan.External
 	if pl.External != nil {
 		recorded = *pl.External
@@ -57,19 +57,14 @@ func externalBackend(fs *pflag.FlagSet, pl *plan.Plan, fl externalFlags, source 
 			return nil, nil, fmt.Errorf("%s: %w", caFrom, err)
 		}
 	}
-	var accesses []access.Access
 	for i, raw := range lock {
-		s, err := access.ParseServerURL(raw, os.LookupEnv, roots)
-		if err != nil {
+		if _, err := access.ParseServerURL(raw, os.LookupEnv, roots); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", lockFrom(i), err)
 		}
-		accesses = append(accesses, s.Access)
 	}
-	s, err := access.ParseServerURL(store, os.LookupEnv, roots)
-	if err != nil {
+	if _, err := access.ParseServerURL(store, os.LookupEnv, roots); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", storeFrom, err)
 	}
-	accesses = append(accesses, s.Access)
 	b, err := cluster.NewExternalBackend(cluster.ExternalOptions{Lock: lock, Store: store, Roots: roots, LookupEnv: os.LookupEnv})
 	if err != nil {
 		return nil, nil, fmt.Errorf("flags --external-lock/--external-store: %w", err)
@@ -79,27 +74,27 @@ func externalBackend(fs *pflag.FlagSet, pl *plan.Plan, fl externalFlags, source 
 	}
 	urls, storeURL := b.URLs()
 	pl.External = &plan.External{Lock: urls, Store: storeURL, CA: ca}
-	return b, accesses, nil
+	return b, access.NewScrubber(os.LookupEnv, cluster.Secrets(b)...), nil
 }
 
-// scrubError is err with every password of accesses redacted from its message, its exit
-// status kept: a server's or a library's answer must not carry one to the terminal.
-func scrubError(err error, accesses []access.Access) error {
-	if err == nil || len(accesses) == 0 {
-		return err
+// scrubError is err with every secret of scrub (nil: the environment's password)
+// redacted from its message, its exit status kept: a server's, a library's or a lock
+// client's answer must not carry one to the terminal.
+func scrubError(err error, scrub *access.Scrubber) error {
+	if scrub == nil {
+		scrub = access.NewScrubber(os.LookupEnv)
 	}
 	var se *statusError
-	if errors.As(err, &se) && se.err == nil {
+	if err == nil || errors.As(err, &se) && se.err == nil {
 		return err // an exit status without a message
 	}
-	msg := err.Error()
-	clean := access.Scrub(msg, accesses...)
-	if clean == msg {
+	clean := scrub.Error(err)
+	if clean == err {
 		return err
 	}
 	code := exitError
 	if se != nil {
 		code = se.code
 	}
-	return &statusError{code, errors.New(clean)}
+	return &statusError{code, clean}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,9 +26,18 @@ func testPassword(t *testing.T) string {
 	return "pw-" + hex.EncodeToString(b[:])
 }
 
-// assertNoSecret fails when secret appears in any file under dir or in any of texts.
+// assertNoSecret fails when secret, or a recognisable piece of it (clustertest.Leak),
+// appears in any file under dir or in any of texts; dir "" is no directory to look in.
 func assertNoSecret(t *testing.T, secret, dir string, texts ...string) {
 	t.Helper()
+	for _, s := range texts {
+		if leak := clustertest.Leak(secret, s); leak != "" {
+			t.Errorf("output holds %q of the password:\n%s", leak, s)
+		}
+	}
+	if dir == "" {
+		return
+	}
 	files := 0
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -37,8 +48,8 @@ func assertNoSecret(t *testing.T, secret, dir string, texts ...string) {
 		if err != nil {
 			return err
 		}
-		if strings.Contains(string(data), secret) {
-			t.Errorf("%s holds the password", path)
+		if leak := clustertest.Leak(secret, string(data)); leak != "" {
+			t.Errorf("%s holds %q of the password", path, leak)
 		}
 		return nil
 	})
@@ -47,11 +58,6 @@ func assertNoSecret(t *testing.T, secret, dir string, texts ...string) {
 	}
 	if files == 0 {
 		t.Fatalf("no file under %s: the run wrote nothing", dir)
-	}
-	for _, s := range texts {
-		if strings.Contains(s, secret) {
-			t.Errorf("output holds the password:\n%s", s)
-		}
 	}
 }
 
@@ -257,4 +263,114 @@ func TestExternalCredentialErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leakyClient is a lock client that prints its environment and arguments to stderr and
+// refuses every acquire with an error that holds its server's URL, password and all (as
+// JSON, escaped). With argument "die" it dies before its hello instead, its password on
+// the last line of its stderr, when it has one (not when locklab registers it).
+const leakyClient = `env >&2
+echo "args: $0 $*" >&2
+if [ "$1" = die ] && [ -n "$LOCKLAB_REDIS_PASSWORD" ]; then
+  printf 'cannot AUTH with %s' "$LOCKLAB_REDIS_PASSWORD" >&2
+  exit 3
+fi
+echo '{"hello":"locklab-lock/1","name":"leaky","fencing":false}'
+pw=$(printf '%s' "$LOCKLAB_REDIS_PASSWORD" | sed 's/\\/\\\\/g; s/"/\\"/g')
+while read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  printf '{"id":%s,"outcome":"fail","error":"redis://%s:%s@%s refused"}\n' "$id" "$LOCKLAB_REDIS_USERNAME" "$pw" "$LOCKLAB_ADDRS"
+done`
+
+// TestExternalAwkwardPassword: a password with , " @ % : (percent-encoded in the URL, as
+// users must) reaches the servers whole from --external-lock, --external-store and a
+// plan's external section, and neither it nor a recognisable piece of it is in any file
+// of the run directories or any output: not when a lock client prints its environment,
+// puts the URL in its errors or dies saying it, and not in the errors of bad input.
+func TestExternalAwkwardPassword(t *testing.T) {
+	pw := clustertest.AwkwardPassword(t)
+	srv := clustertest.Secured(t, "alice", pw, false)
+	lockURL := "redis://" + url.UserPassword("alice", pw).String() + "@" + srv.Addr
+	if !strings.Contains(lockURL, ",") {
+		t.Fatalf("URL %s has no comma: the test would not show that flags take URLs whole", access.RedactURL(lockURL))
+	}
+	script := filepath.Join(t.TempDir(), "leaky.sh")
+	if err := os.WriteFile(script, []byte(leakyClient), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"run", "--clients", "2", "--duration", "300ms", "--fencing", "off",
+		"--external-lock", lockURL, "--external-store", lockURL + "/1"}
+
+	t.Run("leaky client", func(t *testing.T) {
+		out := t.TempDir()
+		code, stdout, stderr := locklab(t, append([]string{"--impl-cmd", "leaky=sh " + script + " run", "--impl", "leaky", "--out", out}, base...)...)
+		if code == exitError {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		dir := runDir(t, out)
+		for file, want := range map[string]string{
+			filepath.Join(dir, "logs", "client-0.log"): access.EnvPassword + "=xxxxx",
+			filepath.Join(dir, "history.jsonl"):        "redis://alice:xxxxx@",
+		} {
+			if data, err := os.ReadFile(file); err != nil || !strings.Contains(string(data), want) {
+				t.Errorf("%s does not hold %q: the client's words did not reach it redacted (%v)", file, want, err)
+			}
+		}
+		assertNoSecret(t, pw, out, stdout, stderr)
+	})
+
+	t.Run("client dies", func(t *testing.T) {
+		out := t.TempDir()
+		code, stdout, stderr := locklab(t, append([]string{"--impl-cmd", "leaky=sh " + script + " die", "--impl", "leaky", "--out", out}, base...)...)
+		if code != exitError || !strings.Contains(stderr, "cannot AUTH with xxxxx") {
+			t.Fatalf("exit %d, want %d with the client's last words redacted\n%s\n%s", code, exitError, stdout, stderr)
+		}
+		assertNoSecret(t, pw, out, stdout, stderr)
+	})
+
+	t.Run("plan file", func(t *testing.T) {
+		planFile := filepath.Join(t.TempDir(), "plan.json")
+		doc, err := json.Marshal(map[string]any{"impl": "setnx", "clients": 2, "duration": "300ms",
+			"external": map[string]any{"lock": []string{lockURL}, "store": lockURL + "/2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(planFile, doc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		code, stdout, stderr := locklab(t, "run", "--plan", planFile, "--out", out)
+		if code != exitOK {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		assertGranted(t, runDir(t, out))
+		assertNoSecret(t, pw, out, stdout, stderr)
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		for _, c := range []struct {
+			name string
+			args []string
+			want string
+		}{
+			// Once, servers were a comma-separated list: the password was cut at its comma.
+			{"comma list", []string{"--external-lock", lockURL + "," + lockURL, "--external-store", lockURL}, "flag --external-lock: server \"redis://alice:xxxxx@"},
+			{"not percent-encoded", []string{"--external-lock", "redis://alice:" + pw + "@" + srv.Addr, "--external-store", lockURL}, "flag --external-lock: server \"redis://alice:xxxxx@"},
+			{"wrong user", []string{"--external-lock", strings.Replace(lockURL, "alice", "bob", 1), "--external-store", lockURL}, "refused the credentials"},
+			{"store not percent-encoded", []string{"--external-lock", lockURL, "--external-store", "redis://" + pw + "@" + srv.Addr}, "flag --external-store: server \"redis://xxxxx@"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				out := t.TempDir()
+				code, stdout, stderr := locklab(t, append([]string{"run", "--duration", "200ms", "--out", out}, c.args...)...)
+				if code != exitError || !strings.Contains(stderr, c.want) {
+					t.Errorf("exit %d, stderr %q; want %d saying %q", code, stderr, exitError, c.want)
+				}
+				dir := "" // most bad input is refused before a run directory exists
+				if written, _ := os.ReadDir(out); len(written) > 0 {
+					dir = out
+				}
+				assertNoSecret(t, pw, dir, stdout, stderr)
+			})
+		}
+	})
 }

@@ -47,8 +47,8 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
   locklab run --plan my-plan.json --out runs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			var accesses []access.Access // external servers': their passwords never reach a message
-			defer func() { err = scrubError(err, accesses) }()
+			var scrub *access.Scrubber // the secrets known: none reaches a message
+			defer func() { err = scrubError(err, scrub) }()
 			reg, err := registryFor(cmd)
 			if err != nil {
 				return &statusError{exitError, err}
@@ -62,7 +62,7 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 				return &statusError{exitError, err}
 			}
 			// The external servers before the plan is resolved: the plan records them.
-			backend, accesses, err := externalBackend(cmd.Flags(), &pl, external, source)
+			backend, scrub, err := externalBackend(cmd.Flags(), &pl, external, source)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
@@ -112,7 +112,7 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.StringVar(&p.Persistence, "persistence", "", "lock servers' persistence: none, aof-everysec, aof-always")
 	f.StringVar(&p.ServerClock, "server-clock", "", `"faketime" runs the lock servers under libfaketime (for server-clock faults)`)
 	f.StringVar(&out, "out", "out", "directory for run directories")
-	f.StringSliceVar(&external.lock, "external-lock", nil, "run against these existing lock servers instead of starting Redis: host:port, redis://[user[:password]@]host:port[/db] or rediss://... (a password left out comes from $LOCKLAB_REDIS_PASSWORD)")
+	f.StringArrayVar(&external.lock, "external-lock", nil, "run against an existing lock server instead of starting Redis (repeatable, one server each, taken whole): host:port, redis://[user[:password]@]host:port[/db] or rediss://... (a password left out comes from $LOCKLAB_REDIS_PASSWORD)")
 	f.StringVar(&external.store, "external-store", "", "with --external-lock: the existing server for the protected store (host:port or URL, as --external-lock)")
 	f.StringVar(&external.ca, "external-ca", "", "CA bundle (PEM) that rediss:// servers' certificates are checked against (default: the system's)")
 	f.BoolVar(&allowDestructive, "allow-destructive", false, "let faults that can destroy data (pause, crash, clock, TTL shaving) touch external servers")

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/lockimpl"
 )
 
@@ -27,17 +27,20 @@ func Describe(ctx context.Context, argv []string, topology string, cfg lockimpl.
 	}
 	cfg = cfg.WithDefaults()
 	env, err := subprocessEnv(cfg, topology)
+	if err == nil {
+		env, err = withAccess(env, cfg) // also drops the access variables locklab inherited
+	}
 	if err != nil {
 		return Hello{}, err
 	}
-	p, err := spawnClient(argv, env, nil)
+	p, err := spawnClient(argv, env, nil, scrubberOf(cfg))
 	if err != nil {
 		return Hello{}, err
 	}
 	h, _, herr := readHello(ctx, p, cfg.Timeout+helloMargin)
 	killErr := p.kill()
 	if herr != nil {
-		return Hello{}, fmt.Errorf("client %q: %w%s%s", strings.Join(argv, " "), herr, p.exitNote(), p.stderr.quote())
+		return Hello{}, fmt.Errorf("client %q: %w%s%s", access.RedactCommand(argv), herr, p.exitNote(), p.stderr.quote())
 	}
 	if killErr != nil {
 		return Hello{}, killErr
@@ -46,7 +49,7 @@ func Describe(ctx context.Context, argv []string, topology string, cfg lockimpl.
 	for k, w := range h.Options {
 		o, err := w.Option()
 		if err != nil {
-			return Hello{}, fmt.Errorf("client %q: hello options[%d]: %w", strings.Join(argv, " "), k, err)
+			return Hello{}, fmt.Errorf("client %q: hello options[%d]: %w", access.RedactCommand(argv), k, err)
 		}
 		out.Options = append(out.Options, o)
 	}

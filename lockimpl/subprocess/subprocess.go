@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/cluster/faketime"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -163,6 +164,8 @@ type subprocessLocker struct {
 	step    lockimpl.StepFunc
 	timeout time.Duration
 	log     io.Writer // the client's stderr also goes here; nil: nowhere
+	// scrub keeps secrets out of everything the client says, before anything keeps it.
+	scrub *access.Scrubber
 	// fakeClock is the client's wall clock under libfaketime (Config.FakeClock), or nil.
 	fakeClock *faketime.Clock
 
@@ -202,6 +205,7 @@ func newSubprocessLocker(name string, argv []string, topology string, fencing bo
 	l := &subprocessLocker{
 		name: name, argv: argv, env: env, fencing: fencing,
 		clock: cfg.Clock, step: cfg.Step, timeout: cfg.Timeout, log: cfg.Log, fakeClock: cfg.FakeClock,
+		scrub: scrubberOf(cfg),
 	}
 	p, h, err := l.start(context.Background())
 	if err != nil {
@@ -530,7 +534,7 @@ func (l *subprocessLocker) call(ctx context.Context, req subprocessRequest) (res
 		case r.err != nil:
 			return resp, start, l.broke(p, fmt.Errorf("read answer: %w", r.err))
 		}
-		if resp, err = parseResponse(r.line, req); err != nil {
+		if resp, err = parseResponse(r.line, req, p.scrub); err != nil {
 			return resp, start, l.broke(p, err)
 		}
 		return resp, start, nil
@@ -589,7 +593,7 @@ func (l *subprocessLocker) start(ctx context.Context) (*clientProc, subprocessHe
 			return nil, subprocessHello{}, err
 		}
 	}
-	p, err := spawnClient(l.argv, l.env, l.log)
+	p, err := spawnClient(l.argv, l.env, l.log, l.scrub)
 	if err != nil {
 		return nil, subprocessHello{}, err
 	}
@@ -597,7 +601,7 @@ func (l *subprocessLocker) start(ctx context.Context) (*clientProc, subprocessHe
 	if err != nil {
 		killErr := p.kill()
 		return nil, subprocessHello{}, fmt.Errorf("client %q (pid %d): %w%s%s",
-			strings.Join(l.argv, " "), p.pid, errors.Join(err, killErr), p.exitNote(), p.stderr.quote())
+			access.RedactCommand(l.argv), p.pid, errors.Join(err, killErr), p.exitNote(), p.stderr.quote())
 	}
 	return p, h, nil
 }
@@ -607,7 +611,7 @@ func (l *subprocessLocker) awaitHello(ctx context.Context, p *clientProc) (subpr
 	h, line, err := readHello(ctx, p, l.timeout+helloMargin)
 	if err == nil && *h.Fencing != l.fencing {
 		err = fmt.Errorf("hello line %s: client says fencing %v, the implementation is registered with fencing %v",
-			quoteLine(line), *h.Fencing, l.fencing)
+			quoteLine(line, p.scrub), *h.Fencing, l.fencing)
 	}
 	return h, err
 }
@@ -634,14 +638,14 @@ func readHello(ctx context.Context, p *clientProc, wait time.Duration) (subproce
 	}
 	var h subprocessHello
 	if err := json.Unmarshal(r.line, &h); err != nil || h.Hello == nil {
-		return h, r.line, fmt.Errorf("malformed hello line %s: want %s", quoteLine(r.line),
+		return h, r.line, fmt.Errorf("malformed hello line %s: want %s", quoteLine(r.line, p.scrub),
 			`{"hello":"`+SubprocessProtocol+`","name":"...","fencing":false}`)
 	}
 	switch {
 	case *h.Hello != SubprocessProtocol:
-		return h, r.line, fmt.Errorf("hello line %s: client speaks %q, locklab speaks %q", quoteLine(r.line), *h.Hello, SubprocessProtocol)
+		return h, r.line, fmt.Errorf("hello line %s: client speaks %q, locklab speaks %q", quoteLine(r.line, p.scrub), *h.Hello, SubprocessProtocol)
 	case h.Fencing == nil:
-		return h, r.line, fmt.Errorf("hello line %s: no \"fencing\" field", quoteLine(r.line))
+		return h, r.line, fmt.Errorf("hello line %s: no \"fencing\" field", quoteLine(r.line, p.scrub))
 	}
 	return h, r.line, nil
 }
@@ -688,25 +692,27 @@ const (
 )
 
 // parseResponse decodes and checks the answer to req; any violation is an error that
-// names the line.
-func parseResponse(line []byte, req subprocessRequest) (subprocessResponse, error) {
+// names the line. The client's error, which may quote its server's URL, is scrubbed.
+func parseResponse(line []byte, req subprocessRequest, scrub *access.Scrubber) (subprocessResponse, error) {
 	var r subprocessResponse
-	if err := json.Unmarshal(line, &r); err != nil {
-		return r, fmt.Errorf("malformed answer line %s: %v", quoteLine(line), err)
+	err := json.Unmarshal(line, &r)
+	r.Error = scrub.String(r.Error)
+	if err != nil {
+		return r, fmt.Errorf("malformed answer line %s: %v", quoteLine(line, scrub), err)
 	}
 	switch {
 	case r.ID == nil:
-		return r, fmt.Errorf("answer line %s has no id (want %d)", quoteLine(line), req.ID)
+		return r, fmt.Errorf("answer line %s has no id (want %d)", quoteLine(line, scrub), req.ID)
 	case *r.ID != req.ID:
-		return r, fmt.Errorf("answer line %s has id %d, want %d", quoteLine(line), *r.ID, req.ID)
+		return r, fmt.Errorf("answer line %s has id %d, want %d", quoteLine(line, scrub), *r.ID, req.ID)
 	case r.Outcome != outcomeOK && r.Outcome != outcomeFail && r.Outcome != outcomeUnknown:
-		return r, fmt.Errorf("answer line %s: outcome %q is none of ok, fail, unknown", quoteLine(line), r.Outcome)
+		return r, fmt.Errorf("answer line %s: outcome %q is none of ok, fail, unknown", quoteLine(line, scrub), r.Outcome)
 	case r.Outcome == outcomeOK && req.Op == "acquire" && r.Token == "":
-		return r, fmt.Errorf("answer line %s: an acquire ok without a token", quoteLine(line))
+		return r, fmt.Errorf("answer line %s: an acquire ok without a token", quoteLine(line, scrub))
 	case r.Outcome == outcomeOK && req.Op == "acquire" && r.Fence < 0:
-		return r, fmt.Errorf("answer line %s: negative fence", quoteLine(line))
+		return r, fmt.Errorf("answer line %s: negative fence", quoteLine(line, scrub))
 	case r.GrantedMS != nil && !(*r.GrantedMS >= 1): // NaN cannot come from JSON; >= 1 keeps a whole millisecond
-		return r, fmt.Errorf("answer line %s: granted_ms %v is not a positive number of milliseconds (at least 1)", quoteLine(line), *r.GrantedMS)
+		return r, fmt.Errorf("answer line %s: granted_ms %v is not a positive number of milliseconds (at least 1)", quoteLine(line, scrub), *r.GrantedMS)
 	}
 	return r, nil
 }
@@ -730,8 +736,22 @@ func (r subprocessResponse) outcomeErr(refusal error) error {
 	return fmt.Errorf("client reports outcome unknown: %s", msg)
 }
 
-// quoteLine quotes a line for an error, shortened.
-func quoteLine(line []byte) string {
+// scrubberOf is the scrubber of cfg: the run's, or else the passwords of its servers.
+func scrubberOf(cfg lockimpl.Config) *access.Scrubber {
+	if cfg.Scrub != nil {
+		return cfg.Scrub
+	}
+	var as []access.Access
+	for _, a := range cfg.Access {
+		as = append(as, a)
+	}
+	return access.NewScrubber(nil, as...)
+}
+
+// quoteLine quotes a line for an error, scrubbed, then shortened: a secret cut in two
+// would not be recognised.
+func quoteLine(line []byte, scrub *access.Scrubber) string {
+	line = scrub.Bytes(line)
 	if len(line) > quoteMax {
 		return strconv.Quote(string(line[:quoteMax])) + fmt.Sprintf("... (%d bytes)", len(line))
 	}
@@ -744,7 +764,8 @@ type clientProc struct {
 	stdin  *os.File
 	lines  chan lineResult // the client's stdout, line by line; closed at EOF
 	stderr *tailBuffer
-	quit   chan struct{} // closed by kill: the reader stops delivering
+	scrub  *access.Scrubber // applied to stderr and to what errors quote of stdout
+	quit   chan struct{}    // closed by kill: the reader stops delivering
 
 	exited  chan struct{} // closed once the process is reaped
 	waitErr error         // the exit status, set before exited closes
@@ -760,13 +781,17 @@ type lineResult struct {
 }
 
 // spawnClient starts argv in its own process group with pipes for stdin and stdout.
+// Its stderr passes scrub before anything keeps it, and scrub is p's for the errors that
+// quote its lines: a client that prints its environment, or puts a server's URL in an
+// error, leaks no password. (Its protocol lines are read as they are: a short password
+// could otherwise turn a token or an outcome into something else.)
 //
 // Own process group: a terminal's Ctrl-C reaches only locklab, and faults signal the
 // client with whatever it started. Pdeathsig: the client dies with locklab even if
 // locklab is SIGKILLed. Linux sends Pdeathsig when the *thread* that forked the child
 // ends, so the child is forked from a goroutine locked to its thread for the child's
 // whole life: it then waits for the child, and only after the reap does the thread end.
-func spawnClient(argv []string, env []string, log io.Writer) (*clientProc, error) {
+func spawnClient(argv []string, env []string, log io.Writer, scrub *access.Scrubber) (*clientProc, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start client: %w", err)
@@ -783,13 +808,16 @@ func spawnClient(argv []string, env []string, log io.Writer) (*clientProc, error
 		stderr: &tailBuffer{max: stderrKeep},
 		quit:   make(chan struct{}),
 		exited: make(chan struct{}),
+		scrub:  scrub,
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
+	var stderr io.Writer = p.stderr
 	if log != nil {
-		cmd.Stderr = teeWriter{p.stderr, log}
+		stderr = teeWriter{p.stderr, log}
 	}
+	scrubbed := scrub.Writer(stderr)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, scrubbed
 	// Something the client left running in its group may hold stderr open; Wait then
 	// stops copying it after this long rather than never returning.
 	cmd.WaitDelay = closeGrace
@@ -804,6 +832,7 @@ func spawnClient(argv []string, env []string, log io.Writer) (*clientProc, error
 		}
 		started <- nil
 		p.waitErr = cmd.Wait()
+		_ = scrubbed.Flush() // stderr ended: its last line goes too (a failing log changes nothing)
 		close(p.exited)
 	}()
 	err = <-started
@@ -812,7 +841,7 @@ func spawnClient(argv []string, env []string, log io.Writer) (*clientProc, error
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		return nil, fmt.Errorf("start client %q: %w", strings.Join(argv, " "), err)
+		return nil, fmt.Errorf("start client %q: %w", access.RedactCommand(argv), err)
 	}
 	p.pid = cmd.Process.Pid
 	go p.read(outR)

@@ -2,19 +2,23 @@ package subprocess_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
@@ -506,4 +510,108 @@ func TestSubprocessClientDiesWithLocklab(t *testing.T) {
 		t.Fatal(err)
 	}
 	locktest.Eventually(t, "the client dies with its locklab", func() bool { return notRunning(client) })
+}
+
+// leakyClient prints its environment and arguments to stderr, answers the first request
+// with an error that holds its server's URL (the password JSON-escaped, as a client's
+// JSON library writes it), then dies with the password on the last line of its stderr,
+// which has no newline.
+const leakyClient = `env >&2
+echo "args: $0 $*" >&2
+echo '` + fakeHello + `'
+pw=$(printf '%s' "$LOCKLAB_REDIS_PASSWORD" | sed 's/\\/\\\\/g; s/"/\\"/g')
+read -r line
+id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+printf '{"id":%s,"outcome":"unknown","error":"dial redis://%s:%s@%s: refused"}\n' "$id" "$LOCKLAB_REDIS_USERNAME" "$pw" "$LOCKLAB_ADDRS"
+read -r line
+printf 'fatal: cannot AUTH with %s' "$LOCKLAB_REDIS_PASSWORD" >&2
+exit 3`
+
+// TestSubprocessScrubsSecrets: a client that prints its environment, puts its server's
+// URL in an error and dies saying its password leaks it neither into the log nor into
+// any error; each shows it redacted where the client said it.
+func TestSubprocessScrubsSecrets(t *testing.T) {
+	pw := clustertest.AwkwardPassword(t)
+	var log syncBuffer
+	cfg := lockimpl.Config{
+		Addrs:  []string{"127.0.0.1:1"},
+		Access: map[string]access.Access{"127.0.0.1:1": {Username: "alice", Password: pw}},
+		Log:    &log,
+	}
+	l := mustFake(t, cfg, false, leakyClient)
+	_, acqErr := l.Acquire(context.Background(), "k", time.Second)
+	if acqErr == nil || !strings.Contains(acqErr.Error(), "redis://alice:xxxxx@127.0.0.1:1") {
+		t.Fatalf("acquire: %v; want the client's error with the URL redacted", acqErr)
+	}
+	relErr := l.Release(context.Background(), lockimpl.Lease{Key: "k", Token: "t"})
+	if relErr == nil || !strings.Contains(relErr.Error(), "fatal: cannot AUTH with xxxxx") {
+		t.Fatalf("release: %v; want the broken client's last words, redacted", relErr)
+	}
+	l.Close()
+	if !strings.Contains(log.String(), access.EnvPassword+"=xxxxx") || !strings.Contains(log.String(), "fatal: cannot AUTH with xxxxx") {
+		t.Errorf("the client's log does not hold its environment and last words, redacted:\n%s", log.String())
+	}
+	for what, text := range map[string]string{"log": log.String(), "acquire error": acqErr.Error(), "release error": relErr.Error()} {
+		if leak := clustertest.Leak(pw, text); leak != "" {
+			t.Errorf("%s shows %q of the password:\n%s", what, leak, text)
+		}
+	}
+}
+
+// TestSubprocessQuotesLinesScrubbed: a bad line is quoted in the error scrubbed, then
+// shortened, so that the cut cannot leave a piece of a password the scrubber would not
+// recognise.
+func TestSubprocessQuotesLinesScrubbed(t *testing.T) {
+	pw := clustertest.AwkwardPassword(t)
+	cfg := lockimpl.Config{Access: map[string]access.Access{"127.0.0.1:1": {Password: pw}}}
+	_, err := fake(t, cfg, false, `printf '%0278d%s and more\n' 0 "$LOCKLAB_REDIS_PASSWORD"; cat >/dev/null`)
+	if err == nil || !strings.Contains(err.Error(), "malformed hello line") {
+		t.Fatalf("New: %v; want the malformed hello line quoted", err)
+	}
+	if leak := clustertest.Leak(pw, err.Error()); leak != "" {
+		t.Errorf("error shows %q of the password: %v", leak, err)
+	}
+}
+
+// TestSubprocessCommandRedacted: a client's command line that carries a server's URL is
+// shown with the password redacted.
+func TestSubprocessCommandRedacted(t *testing.T) {
+	pw := clustertest.AwkwardPassword(t)
+	arg := "--url=redis://alice:" + url.PathEscape(pw) + "@127.0.0.1:1"
+	_, err := fake(t, lockimpl.Config{}, false, `exit 3`, arg)
+	if err == nil || !strings.Contains(err.Error(), "--url=redis://alice:xxxxx@127.0.0.1:1") {
+		t.Fatalf("New: %v; want the command with the URL redacted", err)
+	}
+	if leak := clustertest.Leak(pw, err.Error()); leak != "" {
+		t.Errorf("error shows %q of the password: %v", leak, err)
+	}
+}
+
+// TestSubprocessShortPassword: a password that is also a word of the protocol changes
+// no protocol line; only what is shown of them is scrubbed.
+func TestSubprocessShortPassword(t *testing.T) {
+	cfg := lockimpl.Config{Access: map[string]access.Access{"127.0.0.1:1": {Password: "ok"}}}
+	l := mustFake(t, cfg, false, fakeAnswering, `{"id":%s,"outcome":"ok","token":"ok-token"}`)
+	lease, err := l.Acquire(context.Background(), "k", time.Second)
+	if err != nil || lease.Token != "ok-token" {
+		t.Errorf("acquire: %+v, %v; want the token as the client said it", lease, err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a client's stderr and the test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
