@@ -155,7 +155,11 @@ func TestSearchFindsShrinksAndReplaysCheckThenSet(t *testing.T) {
 	// being the hint the search must do without. So the search goes on until it has one
 	// (it stops at its first confirmed detection: about 6 runs on an idle machine), and a
 	// run the load perturbed counts for nothing; what did not come is said.
-	sum, err := Search(clustertest.Context(t), SearchOptions{
+	// Bounded by the plans, not by a wall-clock budget a loaded machine would exhaust
+	// (clustertest.Context's 20 s cut the search short after 10 plans, 7 of them perturbed).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sum, err := Search(ctx, SearchOptions{
 		Registry: reg, Class: &class, StopAtDetection: true, Seed: 1, MaxRuns: 60, Parallel: 2,
 		Out: out, Confirm: 1, ShrinkTime: 25 * time.Second, Backend: clustertest.Backend(t),
 	})
@@ -163,8 +167,8 @@ func TestSearchFindsShrinksAndReplaysCheckThenSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !sum.Detected {
-		t.Fatalf("no confirmed check-then-set detection in %d runs: %d detections did not reproduce in their re-run, %d runs perturbed by the machine's load, %d errors: %+v",
-			sum.Runs, sum.Unconfirmed["check-then-set"], sum.Perturbed, sum.Errors, sum.RunErrors)
+		t.Fatalf("no confirmed check-then-set detection in %d runs (interrupted: %v): %d detections did not reproduce in their re-run, %d runs perturbed by the machine's load, %d errors: %+v",
+			sum.Runs, sum.Interrupted, sum.Unconfirmed["check-then-set"], sum.Perturbed, sum.Errors, sum.RunErrors)
 	}
 	var f *Failure
 	for _, x := range sum.Failures {
