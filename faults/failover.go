@@ -348,7 +348,7 @@ func (f *failover) unsettled() <-chan struct{} {
 
 // overrun is how long a strike may outlast the duration: the promotion, the aftermath's waits.
 func (f *failover) overrun() time.Duration {
-	return promoteTimeout + 2*f.spec.Duration
+	return 4*promoteTimeout + 2*f.spec.Duration // a TILT waited out between two tries included
 }
 
 // strike kills the primary and has a replica promoted; f.mu is held. where says at which
@@ -405,9 +405,7 @@ func (f *failover) promote(ctx context.Context, c *cluster.Cluster, old cluster.
 	if err := c.PrepareFailover(ctx); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, promoteTimeout)
-	defer cancel()
-	return c.AwaitPrimary(ctx, old)
+	return c.AwaitPromotion(ctx, old, promoteTimeout)
 }
 
 func (f *failover) promoter() string {
