@@ -47,6 +47,8 @@ const (
 	// primary judge it down before it has even reconnected to it, and start a second,
 	// needless failover: 10 of 20 failovers under load did, none of 20 with 100 ms.
 	sentinelPingPeriod = 100 * time.Millisecond
+	// tiltPeriod is how long a Sentinel stays in TILT mode after a stall (SENTINEL_TILT_PERIOD), starting no failover.
+	tiltPeriod = 30 * time.Second
 	// While Sentinels must learn the topology quickly (after a start, a re-registration or
 	// a heal) they say hello (how they find each other) and ask the nodes for INFO (how they
 	// find replicas) every 100 ms instead of Sentinel's defaults, 2 s and 10 s.
@@ -262,6 +264,21 @@ func (c *Cluster) AwaitPrimary(ctx context.Context, not Node) (Node, error) {
 	}
 }
 
+// AwaitPromotion is AwaitPrimary within a bound, twice, each once no Sentinel tilts (tiltPeriod).
+func (c *Cluster) AwaitPromotion(ctx context.Context, old Node, within time.Duration) (n Node, err error) {
+	for try := range 2 {
+		if _, terr := c.AwaitNoTilt(ctx); try == 1 && terr != nil {
+			return nil, fmt.Errorf("%w; then %w", err, terr)
+		}
+		wctx, cancel := context.WithTimeout(ctx, within)
+		n, err = c.AwaitPrimary(wctx, old)
+		if cancel(); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	return n, err
+}
+
 // PrepareFailover readies the Sentinels for a failover that is wanted now: a short
 // failover-timeout, and hellos every 100 ms so that the leader's promotion reaches the
 // other Sentinels at once instead of at its next hello, up to 2 s later. SteadySentinels
@@ -435,10 +452,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
-
-// tiltPeriod is how long a Sentinel stays in TILT mode once it leaves a stall behind
-// (Sentinel's SENTINEL_TILT_PERIOD): meanwhile it watches but starts no failover.
-const tiltPeriod = 30 * time.Second
 
 // AwaitNoTilt waits until no Sentinel is in TILT mode. A Sentinel whose timer ran more
 // than 2 s late (a machine so busy that it got no CPU for that long, as when a check

@@ -9,6 +9,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/faketime"
+	"github.com/locklab/locklab/faults/gates"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -16,7 +17,7 @@ import (
 // NewEnv is the environment of one run: its cluster, recorder, client gates and one
 // skewable clock per client.
 func NewEnv(cl *cluster.Cluster, rec *histories.Recorder, clients int) *Env {
-	env := &Env{Cluster: cl, Rec: rec, Clients: clients, Gates: NewGates(rec)}
+	env := &Env{Cluster: cl, Rec: rec, Clients: clients, Gates: gates.New(rec)}
 	env.clocks = make([]*SkewClock, clients)
 	for i := range env.clocks {
 		env.clocks[i] = &SkewClock{}

@@ -32,6 +32,7 @@ func failoverKinds() []KindInfo {
 			"manual promotes the most up-to-date replica by hand and re-registers it with the Sentinels; the fault is in place once a Sentinel names the new primary. " +
 			"With a point, replication from the primary is cut when the fault starts, at an instant when no lease is held (every client is held before its next acquire until the leases held drain, and writes are paused while the leases are counted and replication cut; the window says for how long), and the primary dies when the target client (or any) next reaches the point " +
 			"with a write made after the cut (e.g. acquire:granted: that grant then exists only on the dead primary); the point must be reached within the duration. " +
+			"That client is held there until the promotion is done and another client was granted by the new primary and read; that one is held before its write until the first has read (each wait at most the duration), and the run's clients keep going until the first goes on. " +
 			"Heal restarts the dead node as a replica of the new primary",
 		Targets:   "without a point: primary (the default); with a point: client:N or any, whose point it is",
 		Points:    true,
@@ -41,7 +42,7 @@ func failoverKinds() []KindInfo {
 }
 
 func buildFailover(s Spec) (Fault, error) {
-	f := &failover{spec: s, mode: s.Mode, window: -1}
+	f := &failover{spec: s, mode: s.Mode, window: -1, strikeDone: make(chan struct{})}
 	f.cutting.changed = sync.NewCond(&f.cutting.mu)
 	switch s.Mode {
 	case "":
@@ -61,12 +62,15 @@ func buildFailover(s Spec) (Fault, error) {
 
 // failover is the failover fault. Without a point it strikes at injection. With one,
 // injection cuts replication from the primary and arms a gate at the point; the first
-// client to reach it makes the fault strike there, held until the promotion is done.
+// client to reach it makes the fault strike there, held as strikeAtGate says.
 type failover struct {
 	spec Spec
 	mode string
 
 	fired atomic.Bool // a gate struck, or Heal disarmed the gates
+	// struck is set when a gate strikes; strikeDone closes when the struck client goes on.
+	struck     atomic.Bool
+	strikeDone chan struct{}
 
 	cutting cutState // what the gates must know of the cut
 
@@ -82,8 +86,10 @@ type failover struct {
 	restarted bool // the dead node runs again
 	healed    bool
 	strikeErr error // from a strike at a gate, which has no caller to tell
-	window    int
-	detail    string
+
+	detailMu sync.Mutex // the window's detail grows from the clients' gates too
+	window   int
+	detail   string
 }
 
 func (f *failover) Available(env *Env) error {
@@ -122,7 +128,7 @@ func (f *failover) Inject(ctx context.Context, env *Env) error {
 	f.injected = true
 	if f.spec.Point == "" {
 		f.fired.Store(true)
-		return f.strike(ctx, env, "")
+		return f.strike(ctx, env, "", make(chan struct{}))
 	}
 	// Armed before the cut: a grant made the instant after it must meet a gate.
 	client, _ := parseClientTarget(f.spec.Target, env.Clients) // Available checked it
@@ -207,7 +213,7 @@ func (f *failover) holdFromStart(env *Env) {
 // holdClients holds every client before its next acquire, once; f.mu is held.
 func (f *failover) holdClients(env *Env) {
 	if f.lift == nil {
-		f.lift, f.heldSince = env.Gates.hold(workload.BeforeAcquire), time.Now()
+		f.lift, f.heldSince = env.Gates.Hold(workload.BeforeAcquire), time.Now()
 	}
 }
 
@@ -299,14 +305,13 @@ func (f *failover) cutIfIdle(ctx context.Context, c *cluster.Cluster, k *cluster
 // arm puts a gate at the point for client. One gate per client, so that the strike knows
 // whose point it was.
 func (f *failover) arm(env *Env, client int) {
-	env.Gates.add(&gate{client: client, point: f.spec.Point, trigger: func(ctx context.Context) {
-		f.strikeAtGate(ctx, env, client)
-	}})
+	env.Gates.AddTrigger(client, f.spec.Point, func(ctx context.Context) { f.strikeAtGate(ctx, env, client) })
 }
 
 // strikeAtGate strikes when client is the first to reach the point after the cut; the
-// client is held until the promotion is done. Arrivals before the cut, and after the
-// first, pass at once (a gate fires once: one reached before the cut is armed again).
+// client is held until the promotion is done, and then until another client was granted
+// by the new primary and read (aftermath). Arrivals before the cut, and after the first,
+// pass at once (a gate fires once: one reached before the cut is armed again).
 func (f *failover) strikeAtGate(ctx context.Context, env *Env, client int) {
 	if !f.cutting.await() {
 		if !f.fired.Load() {
@@ -317,17 +322,38 @@ func (f *failover) strikeAtGate(ctx context.Context, env *Env, client int) {
 	if !f.fired.CompareAndSwap(false, true) {
 		return
 	}
+	f.struck.Store(true)
+	defer close(f.strikeDone)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.healed {
 		return
 	}
-	f.strikeErr = f.strike(ctx, env, fmt.Sprintf("client %d's %s", client, f.spec.Point))
+	a := newAftermath(f, env, client) // armed before the kill: no grant by the new primary goes unseen
+	f.strikeErr = f.strike(ctx, env, fmt.Sprintf("client %d's %s", client, f.spec.Point), a.killed)
+	a.struck(f.promoted != nil)
+	if f.promoted != nil {
+		f.note(env, a.holdHolder(ctx))
+	}
+}
+
+// unsettled is closed when the client a gate struck at goes on (nil before a strike): the
+// run's clients keep going until then, however long the promotion takes.
+func (f *failover) unsettled() <-chan struct{} {
+	if !f.struck.Load() {
+		return nil
+	}
+	return f.strikeDone
+}
+
+// overrun is how long a strike may outlast the duration: the promotion, the aftermath's waits.
+func (f *failover) overrun() time.Duration {
+	return 4*promoteTimeout + 2*f.spec.Duration // a TILT waited out between two tries included
 }
 
 // strike kills the primary and has a replica promoted; f.mu is held. where says at which
-// client's point it strikes ("" at injection).
-func (f *failover) strike(ctx context.Context, env *Env, where string) error {
+// client's point it strikes ("" at injection); killed is closed once the old primary is dead.
+func (f *failover) strike(ctx context.Context, env *Env, where string, killed chan struct{}) error {
 	c := env.Cluster
 	old := f.cut
 	if old == nil {
@@ -336,20 +362,27 @@ func (f *failover) strike(ctx context.Context, env *Env, where string) error {
 			return fmt.Errorf("failover: %w", err)
 		}
 	}
-	f.detail = fmt.Sprintf("kill -9 %s (the primary)", old.Name())
+	detail := fmt.Sprintf("kill -9 %s (the primary)", old.Name())
 	if where != "" {
-		f.detail += fmt.Sprintf(" at %s, %s after its replication was cut (%s)", where, time.Since(f.cutAt).Round(time.Millisecond), f.cutNote)
+		detail += fmt.Sprintf(" at %s, %s after its replication was cut (%s)", where, time.Since(f.cutAt).Round(time.Millisecond), f.cutNote)
 	}
+	f.detailMu.Lock()
+	f.detail = detail
 	if env.Rec != nil {
 		f.window = env.Rec.FaultStart(f.spec.Kind, old.Name(), f.detail)
 	}
-	killed := time.Now()
+	f.detailMu.Unlock()
+	start := time.Now()
 	if err := old.Kill(ctx); err != nil {
 		return fmt.Errorf("failover: %w", err)
 	}
 	f.dead, f.cut = old, nil
+	close(killed)
+	// A container can take seconds to die: the promotion's time counts from the death.
+	f.note(env, fmt.Sprintf(", dead after %s", short(time.Since(start))))
+	died := time.Now()
 	promoted, err := f.promote(ctx, c, old)
-	took := time.Since(killed).Round(time.Millisecond)
+	took := time.Since(died).Round(time.Millisecond)
 	if err != nil {
 		f.note(env, fmt.Sprintf("; no promotion after %s", took))
 		return fmt.Errorf("failover of %s: %w", old.Name(), err)
@@ -372,9 +405,7 @@ func (f *failover) promote(ctx context.Context, c *cluster.Cluster, old cluster.
 	if err := c.PrepareFailover(ctx); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, promoteTimeout)
-	defer cancel()
-	return c.AwaitPrimary(ctx, old)
+	return c.AwaitPromotion(ctx, old, promoteTimeout)
 }
 
 func (f *failover) promoter() string {
@@ -384,8 +415,10 @@ func (f *failover) promoter() string {
 	return "Sentinel"
 }
 
-// note appends to the window's detail; f.mu is held.
+// note appends to the window's detail.
 func (f *failover) note(env *Env, s string) {
+	f.detailMu.Lock()
+	defer f.detailMu.Unlock()
 	f.detail += s
 	if env.Rec != nil && f.window >= 0 {
 		env.Rec.FaultDetail(f.window, f.detail)

@@ -32,6 +32,17 @@ type startHolder interface {
 	holdFromStart(env *Env)
 }
 
+// settler is a fault whose strike holds a client past its Inject (a failover at a
+// point): the run's clients must keep going until the held one goes on.
+type settler interface {
+	unsettled() <-chan struct{} // nil while no strike is under way; closed when it is over
+}
+
+// overrunner is a fault that may outlast its duration (a failover waits for its promotion).
+type overrunner interface {
+	overrun() time.Duration
+}
+
 // ErrNeedsCluster is what Available says, wrapped, when it cannot tell without the
 // running servers (plans are validated before any server starts).
 var ErrNeedsCluster = errors.New("needs the running cluster to tell")
@@ -217,6 +228,16 @@ func Prepare(s Spec, clients int) (*Planned, error) {
 
 // Available says why the fault cannot run in env (nil when it can).
 func (pl *Planned) Available(env *Env) error { return pl.fault.Available(env) }
+
+// Span is how long after the start of the run the fault may still act: its time, its
+// duration and what its kind may take beyond it.
+func (pl *Planned) Span() time.Duration {
+	span := pl.Spec.At + pl.Spec.Duration
+	if o, ok := pl.fault.(overrunner); ok {
+		span += o.overrun()
+	}
+	return span
+}
 
 // Point is where in a client's steps the fault strikes or is triggered ("" for neither).
 func (pl *Planned) Point() string {

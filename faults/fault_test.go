@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/faults/gates"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -35,12 +36,12 @@ func TestNewRejectsBadSpecs(t *testing.T) {
 
 func TestPauseFiresOnceAtItsPointForItsClient(t *testing.T) {
 	rec := histories.NewRecorder(histories.Meta{Fencing: "off"})
-	env := &Env{Gates: NewGates(rec), Rec: rec, Clients: 2}
+	env := &Env{Gates: gates.New(rec), Rec: rec, Clients: 2}
 	sch, err := startSpecs(t, context.Background(), env, []Spec{{Kind: "client-pause", Duration: 50 * time.Millisecond, Target: "client:1", Point: "before-write"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return env.Gates.armed() == 1 })
+	waitFor(t, func() bool { return env.Gates.Armed() == 1 })
 	ctx := context.Background()
 	start := time.Now()
 	for _, c := range []struct {
@@ -77,13 +78,13 @@ func TestPauseFiresOnceAtItsPointForItsClient(t *testing.T) {
 
 func TestCrashReturnsErrCrashed(t *testing.T) {
 	rec := histories.NewRecorder(histories.Meta{Fencing: "off"})
-	env := &Env{Gates: NewGates(rec), Rec: rec, Clients: 1}
+	env := &Env{Gates: gates.New(rec), Rec: rec, Clients: 1}
 	sch, err := startSpecs(t, context.Background(), env, []Spec{{Kind: "client-crash", Target: "any", Point: "acquire:after-setnx"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sch.Stop()
-	waitFor(t, func() bool { return env.Gates.armed() == 1 })
+	waitFor(t, func() bool { return env.Gates.Armed() == 1 })
 	if err := env.Gates.Reach(context.Background(), 0, "acquire:after-setnx"); !errors.Is(err, lockimpl.ErrCrashed) {
 		t.Fatalf("Reach = %v, want ErrCrashed", err)
 	}
@@ -168,7 +169,7 @@ func TestPrepareParsesTheTriggerOnce(t *testing.T) {
 
 func TestAPlannedFaultRunsOnce(t *testing.T) {
 	rec := histories.NewRecorder(histories.Meta{Fencing: "off"})
-	env := &Env{Gates: NewGates(rec), Rec: rec, Clients: 1}
+	env := &Env{Gates: gates.New(rec), Rec: rec, Clients: 1}
 	pl, err := Prepare(Spec{Kind: "client-pause", Duration: time.Millisecond, Target: "client:0"}, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -182,48 +183,5 @@ func TestAPlannedFaultRunsOnce(t *testing.T) {
 	}
 	if _, err := Start(context.Background(), env, []*Planned{pl}); err == nil || !strings.Contains(err.Error(), "already ran") {
 		t.Errorf("second start of one planned fault: %v, want an error", err)
-	}
-}
-
-// A hold keeps the clients that reach its point, and only them, until it is lifted, and
-// says how many it held.
-func TestHoldKeepsClientsAtItsPointUntilLifted(t *testing.T) {
-	t.Parallel()
-	g := NewGates(histories.NewRecorder(histories.Meta{}))
-	ctx := context.Background()
-	lift := g.hold("before-acquire")
-	if err := g.Reach(ctx, 0, "before-write"); err != nil { // another point passes at once
-		t.Fatal(err)
-	}
-	var passed atomic.Int32
-	for c := range 2 {
-		go func() {
-			_ = g.Reach(ctx, c, "before-acquire")
-			passed.Add(1)
-		}()
-	}
-	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.holds[0].clients == 2 })
-	time.Sleep(20 * time.Millisecond)
-	if n := passed.Load(); n != 0 {
-		t.Fatalf("%d clients passed a standing hold", n)
-	}
-	clients, longest := lift()
-	if clients != 2 || longest < 20*time.Millisecond {
-		t.Errorf("lift = %d clients, %s; want 2, at least 20ms", clients, longest)
-	}
-	waitFor(t, func() bool { return passed.Load() == 2 })
-	if err := g.Reach(ctx, 0, "before-acquire"); err != nil { // lifted: passes at once
-		t.Fatal(err)
-	}
-	if again, _ := lift(); again != 2 { // lifting twice changes nothing
-		t.Errorf("second lift = %d clients, want 2", again)
-	}
-	// A client held when its context ends goes on.
-	lift = g.hold("before-acquire")
-	defer lift()
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := g.Reach(cctx, 0, "before-acquire"); err != nil {
-		t.Fatal(err)
 	}
 }

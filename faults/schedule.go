@@ -53,7 +53,7 @@ func Start(ctx context.Context, env *Env, planned []*Planned) (*Schedule, error)
 			}
 			it := items[i]
 			it.fired = make(chan struct{})
-			env.Gates.addTrigger(tr.Client, tr.Point, func(ctx context.Context) {
+			env.Gates.AddTrigger(tr.Client, tr.Point, func(ctx context.Context) {
 				close(it.fired)
 				if it.spec.At == 0 {
 					// Hold the client at its point until the fault is in place.
@@ -136,6 +136,24 @@ func (sch *Schedule) fail(err error) {
 	sch.mu.Lock()
 	sch.errs = append(sch.errs, err)
 	sch.mu.Unlock()
+}
+
+// AwaitSettled returns once no fault holds a client in a strike under way (or ctx ends):
+// the run's end waits for it, so that the clients a strike's story needs still run.
+func (sch *Schedule) AwaitSettled(ctx context.Context) {
+	for _, it := range sch.items {
+		s, ok := it.fault.(settler)
+		if !ok {
+			continue
+		}
+		if ch := s.unsettled(); ch != nil {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 // Stop ends the schedule and heals every fault, injected or not (Heal is idempotent),

@@ -375,7 +375,8 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		return executed{}, err
 	}
 	stop := make(chan struct{})
-	timer := time.AfterFunc(p.Duration.D(), func() { close(stop) })
+	// At the plan's duration, or once no fault holds a client in a strike under way.
+	timer := time.AfterFunc(p.Duration.D(), func() { sched.AwaitSettled(runCtx); close(stop) })
 	defer timer.Stop()
 
 	mon := startMonitor(cl, rec.Acting)
@@ -455,14 +456,14 @@ func buildLockers(lockers []lockimpl.Locker, build func(client int) (lockimpl.Lo
 }
 
 // hardDeadline is how long a run may take from the start of its clock: room for the
-// longest fault to end and for clients to finish (grace; 0: 10 s).
+// longest fault to end (a failover's promotion too) and for clients to finish (grace; 0: 10 s).
 func hardDeadline(p plan.Plan, fs []*faults.Planned, grace time.Duration) time.Duration {
 	if grace == 0 {
 		grace = 10 * time.Second
 	}
 	hard := p.Duration.D() + grace
 	for _, f := range fs {
-		hard = max(hard, f.Spec.At+f.Spec.Duration+grace)
+		hard = max(hard, f.Span()+grace)
 	}
 	return hard
 }
