@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +30,7 @@ type item struct {
 	fired    chan struct{} // closed when the trigger fires (nil: timed fault)
 	injected chan struct{} // closed once Inject has returned (or will never run)
 	window   int           // the recorder's window index, -1 when none
+	held     atomic.Int64  // ns its trigger held its client until it was in place (minus the start while held)
 }
 
 // Start checks every fault's availability in env, then runs the schedule in the
@@ -57,10 +59,12 @@ func Start(ctx context.Context, env *Env, planned []*Planned) (*Schedule, error)
 				close(it.fired)
 				if it.spec.At == 0 {
 					// Hold the client at its point until the fault is in place.
+					it.held.Add(-time.Now().UnixNano()) // a hold under way counts until now (Held)
 					select {
 					case <-it.injected:
 					case <-ctx.Done():
 					}
+					it.held.Add(time.Now().UnixNano())
 				}
 			})
 		}
@@ -138,9 +142,18 @@ func (sch *Schedule) fail(err error) {
 	sch.mu.Unlock()
 }
 
-// AwaitSettled returns once no fault holds a client in a strike under way (or ctx ends):
-// the run's end waits for it, so that the clients a strike's story needs still run.
+// AwaitSettled returns once no fault holds a client in a strike under way (or ctx ends),
+// and as long after as triggers held clients until their faults were in place: the
+// plan's duration is time the clients run, and a kill and restart that take a container
+// engine seconds must not end the run before the story it starts (the lock taken again).
 func (sch *Schedule) AwaitSettled(ctx context.Context) {
+	for waited := time.Duration(0); ; {
+		held := sch.Held()
+		if held <= waited || !sleep(ctx, held-waited) {
+			break
+		}
+		waited = held
+	}
 	for _, it := range sch.items {
 		s, ok := it.fault.(settler)
 		if !ok {
@@ -154,6 +167,20 @@ func (sch *Schedule) AwaitSettled(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// Held is how long triggers have held their clients until their faults were in place:
+// the run's end and its hard deadline move on by as much (see AwaitSettled).
+func (sch *Schedule) Held() time.Duration {
+	var held time.Duration
+	for _, it := range sch.items {
+		if h := it.held.Load(); h < 0 {
+			held += time.Duration(h + time.Now().UnixNano())
+		} else {
+			held += time.Duration(h)
+		}
+	}
+	return held
 }
 
 // Stop ends the schedule and heals every fault, injected or not (Heal is idempotent),

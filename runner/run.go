@@ -367,13 +367,27 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		}
 	}
 	hard := hardDeadline(p, r.Faults, opts.Grace)
-	runCtx, cancel := context.WithTimeout(ctx, hard)
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	clock := time.Now()
 	sched, err := faults.Start(runCtx, env, r.Faults)
 	if err != nil {
 		closeLockers()
 		return executed{}, err
 	}
+	go func() { // the hard deadline, moved on by the time triggers held clients (see faults.Schedule.Held)
+		for end := hard; ; {
+			if !sleepUntil(runCtx, clock.Add(end)) {
+				return
+			}
+			if e := hard + sched.Held(); e > end {
+				end = e
+				continue
+			}
+			cancel()
+			return
+		}
+	}()
 	stop := make(chan struct{})
 	// At the plan's duration, or once no fault holds a client in a strike under way.
 	timer := time.AfterFunc(p.Duration.D(), func() { sched.AwaitSettled(runCtx); close(stop) })
@@ -513,4 +527,16 @@ func clientFakeClocks(p plan.Plan, env *faults.Env, dir string) ([]*faketime.Clo
 		}
 	}
 	return out, nil
+}
+
+// sleepUntil waits until t, false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -22,11 +22,11 @@ const maxLines = 2100
 // the node interfaces the docker backend adds, the failover's Cutter, starting a
 // topology's servers at once, the external servers' secrets) owes its
 // replication and Sentinel code (replicated.go, sentinel.go) a package of its own.
-// faults (2,399 lines: every fault family, the hold that lets a failover's cut find an
-// instant without a lease, and the holds that make its lost grant count; the client
-// gates went to faults/gates) owes its network faults (network.go, partition.go) a
+// faults (2,425 lines: every fault family, the hold that lets a failover's cut find an
+// instant without a lease, the holds that make its lost grant count, and the run's end
+// moved on by the time triggers held clients; the client gates went to faults/gates) owes its network faults (network.go, partition.go) a
 // package of their own.
-var overLimit = map[string]int{"cluster": 2660, "faults": 2400}
+var overLimit = map[string]int{"cluster": 2660, "faults": 2430}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
