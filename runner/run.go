@@ -377,8 +377,10 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	}
 	go func() { // the hard deadline, moved on by the time triggers held clients (see faults.Schedule.Held)
 		for end := hard; ; {
-			if !sleepUntil(runCtx, clock.Add(end)) {
+			select {
+			case <-runCtx.Done():
 				return
+			case <-time.After(time.Until(clock.Add(end))):
 			}
 			if e := hard + sched.Held(); e > end {
 				end = e
@@ -527,16 +529,4 @@ func clientFakeClocks(p plan.Plan, env *faults.Env, dir string) ([]*faketime.Clo
 		}
 	}
 	return out, nil
-}
-
-// sleepUntil waits until t, false when ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
