@@ -129,7 +129,7 @@ func TestSentinelPromotesAReplicaAndClientsFollow(t *testing.T) {
 	if err := old.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.PrepareFailover(ctx); err != nil {
+	if err := c.PrepareFailover(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 15*time.Second)

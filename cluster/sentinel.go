@@ -260,7 +260,10 @@ func (c *Cluster) AwaitPrimary(ctx context.Context, not Node) (Node, error) {
 			last = fmt.Sprintf("sentinels answer %q", addrs)
 		}
 		if !sleepCtx(ctx, promotionPoll) {
-			return nil, fmt.Errorf("no sentinel names a new master: %w (last: %s)", ctx.Err(), last)
+			// ctx is done: a last look of its own says what each Sentinel saw.
+			vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*sentinelAdminTimeout)
+			defer cancel()
+			return nil, fmt.Errorf("no sentinel names a new master: %w (last: %s; the sentinels see: %s)", ctx.Err(), last, c.SentinelViews(vctx))
 		}
 	}
 }
@@ -286,21 +289,38 @@ func (c *Cluster) AwaitPromotion(ctx context.Context, old Node, within time.Dura
 // undoes it once the failover is over. Pings every 300 ms: the leader takes a replica whose
 // INFO is younger than 5 pings and asks a cut replica for INFO each second, so at 100 ms
 // half of its looks found no candidate and waited 4 s (none promoted in 40 s, under load).
-func (c *Cluster) PrepareFailover(ctx context.Context) error {
-	return c.setSentinelPace(ctx, FailoverTimeout, quickPeriod, failoverPingPeriod)
+//
+// linkDown is how long the replicas' links to the dead primary have been down (cut before
+// it died; 0: not before). The leader takes only a replica whose link has been down less
+// than ten down-afters plus the time it has judged the primary down: with a 500 ms
+// down-after, a cut that came more than 5 s before the death (a container can take that
+// long to die) ruled out every replica for good ("-failover-abort-no-good-slave" every 4 s,
+// under load). The down-after rises by a ninth of linkDown and a second, so the cut counts.
+func (c *Cluster) PrepareFailover(ctx context.Context, linkDown time.Duration) error {
+	extra := time.Duration(0)
+	if linkDown > 0 {
+		extra = (linkDown + time.Second) / 9
+	}
+	return c.setSentinelPace(ctx, FailoverTimeout, quickPeriod, failoverPingPeriod, extra)
 }
 
 // SteadySentinels restores the Sentinels' pace while no failover is wanted (see
 // SteadyFailoverTimeout).
 func (c *Cluster) SteadySentinels(ctx context.Context) error {
-	return c.setSentinelPace(ctx, SteadyFailoverTimeout, defaultHelloPeriod, sentinelPingPeriod)
+	return c.setSentinelPace(ctx, SteadyFailoverTimeout, defaultHelloPeriod, sentinelPingPeriod, 0)
 }
 
-func (c *Cluster) setSentinelPace(ctx context.Context, failoverTimeout, hello, ping time.Duration) error {
-	err := c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
-		ms := strconv.FormatInt(failoverTimeout.Milliseconds(), 10)
-		if err := sc.Set(ctx, MasterName, "failover-timeout", ms).Err(); err != nil {
-			return fmt.Errorf("sentinel set failover-timeout %s: %w", failoverTimeout, err)
+// setSentinelPace sets every Sentinel's failover-timeout, hello and ping periods, and
+// down-after (its own, downAfter, plus extraDown).
+func (c *Cluster) setSentinelPace(ctx context.Context, failoverTimeout, hello, ping, extraDown time.Duration) error {
+	err := c.onSentinels(ctx, func(ctx context.Context, i int, sc *redis.SentinelClient) error {
+		for _, kv := range [][2]string{
+			{"failover-timeout", strconv.FormatInt(failoverTimeout.Milliseconds(), 10)},
+			{"down-after-milliseconds", strconv.FormatInt((downAfter(i) + extraDown).Milliseconds(), 10)},
+		} {
+			if err := sc.Set(ctx, MasterName, kv[0], kv[1]).Err(); err != nil {
+				return fmt.Errorf("sentinel set %s %s: %w", kv[0], kv[1], err)
+			}
 		}
 		if err := sentinelDebug(ctx, sc, "ping-period", ping); err != nil {
 			return err
@@ -485,4 +505,37 @@ func (c *Cluster) AwaitNoTilt(ctx context.Context) (time.Duration, error) {
 				time.Since(start).Round(time.Millisecond), tiltPeriod, err)
 		}
 	}
+}
+
+// SentinelViews says what each Sentinel sees of the master and its replicas: the flags,
+// failover state and replicas' links that explain why no promotion came.
+func (c *Cluster) SentinelViews(ctx context.Context) string {
+	views := make([]string, len(c.Sentinels))
+	_ = c.onSentinels(ctx, func(ctx context.Context, i int, sc *redis.SentinelClient) error {
+		views[i] = c.Sentinels[i].Name() + ": " + sentinelView(ctx, sc)
+		return nil
+	})
+	return strings.Join(views, "; ")
+}
+
+func sentinelView(ctx context.Context, sc *redis.SentinelClient) string {
+	m, err := sc.Master(ctx, MasterName).Result()
+	if err != nil {
+		return "sentinel master: " + err.Error()
+	}
+	v := fmt.Sprintf("master %s flags %s failover-state %s", net.JoinHostPort(m["ip"], m["port"]), m["flags"], m["failover-state"])
+	cmd := redis.NewMapStringStringSliceCmd(ctx, "sentinel", "replicas", MasterName)
+	if err := sc.Process(ctx, cmd); err != nil {
+		return v + ", replicas: " + err.Error()
+	}
+	for _, r := range cmd.Val() {
+		v += fmt.Sprintf(", replica %s flags %s link %s down %sms info-refresh %sms prio %s offset %s",
+			net.JoinHostPort(r["ip"], r["port"]), r["flags"], r["master-link-status"], r["master-link-down-time"],
+			r["info-refresh"], r["slave-priority"], r["slave-repl-offset"])
+	}
+	cmd2 := redis.NewStringCmd(ctx, "info", "sentinel")
+	if err := sc.Process(ctx, cmd2); err == nil && strings.Contains(cmd2.Val(), "sentinel_tilt:1") {
+		v += ", in TILT"
+	}
+	return v
 }

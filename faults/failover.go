@@ -381,7 +381,11 @@ func (f *failover) strike(ctx context.Context, env *Env, where string, killed ch
 	// A container can take seconds to die: the promotion's time counts from the death.
 	f.note(env, fmt.Sprintf(", dead after %s", short(time.Since(start))))
 	died := time.Now()
-	promoted, err := f.promote(ctx, c, old)
+	linkDown := time.Duration(0) // how long the replicas' links have been down
+	if !f.cutAt.IsZero() {
+		linkDown = died.Sub(f.cutAt)
+	}
+	promoted, err := f.promote(ctx, c, old, linkDown)
 	took := time.Since(died).Round(time.Millisecond)
 	if err != nil {
 		f.note(env, fmt.Sprintf("; no promotion after %s", took))
@@ -396,13 +400,13 @@ func (f *failover) strike(ctx context.Context, env *Env, where string, killed ch
 }
 
 // promote has a replica of the dead primary old promoted, by Sentinel or by hand.
-func (f *failover) promote(ctx context.Context, c *cluster.Cluster, old cluster.Node) (cluster.Node, error) {
+func (f *failover) promote(ctx context.Context, c *cluster.Cluster, old cluster.Node, linkDown time.Duration) (cluster.Node, error) {
 	if f.mode == FailoverManual {
 		return c.PromoteByHand(ctx, old)
 	}
 	// Only now that the primary is dead: a short failover-timeout on a live primary would
 	// let Sentinel re-point proxied replicas straight at it (see cluster.SteadyFailoverTimeout).
-	if err := c.PrepareFailover(ctx); err != nil {
+	if err := c.PrepareFailover(ctx, linkDown); err != nil {
 		return nil, err
 	}
 	return c.AwaitPromotion(ctx, old, promoteTimeout)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/locklab/locklab/cluster"
 )
@@ -20,6 +22,7 @@ func partitionKinds() []KindInfo {
 		Description: "each target server is cut off from every other server of the cluster (replication, Sentinel's pings and votes) for the duration: " +
 			"the docker backend disconnects its container from the servers' network, as Jepsen partitions hosts. Clients still reach it through their links, " +
 			"so a primary cut off from its replicas and Sentinels keeps serving the clients that still talk to it while the others elect a new one (split brain); " +
+			"a partition that cuts the primary off from a majority of the Sentinels and from a replica is in place once they name a new primary (its duration counts from then; a trigger holds its client until then); " +
 			"net-blackhole on client links puts each client on one side. Healing reconnects them; a Sentinel then turns an old primary into a replica, and what only it had is lost",
 		Targets:   "server names separated by commas: redis-N, lock-N, sentinel-N, store",
 		build:     buildPartition,
@@ -95,6 +98,7 @@ func (p *partition) Inject(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	old := p.splitsPrimary(ctx, env.Cluster)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, n := range nodes {
@@ -104,9 +108,49 @@ func (p *partition) Inject(ctx context.Context, env *Env) error {
 		}
 		p.cut = append(p.cut, n)
 	}
-	p.window = openWindow(env, p.spec, fmt.Sprintf("%s cut off from the other servers (docker network disconnect) for %s",
-		strings.Join(p.names, ", "), p.spec.Duration))
-	return nil
+	detail := fmt.Sprintf("%s cut off from the other servers (docker network disconnect) for %s", strings.Join(p.names, ", "), p.spec.Duration)
+	p.window = openWindow(env, p.spec, detail)
+	if old == nil {
+		return nil
+	}
+	// A split brain exists once the majority has a primary of its own: the partition is
+	// in place then, however long a loaded machine makes the election take.
+	start := time.Now()
+	n, err := env.Cluster.AwaitPromotion(ctx, old, promoteTimeout)
+	if err != nil {
+		detail += fmt.Sprintf("; the Sentinels outside promoted no replica in %s", short(time.Since(start)))
+		err = fmt.Errorf("partition of %s: %w", old.Name(), err)
+	} else {
+		detail += fmt.Sprintf("; the Sentinels outside promoted %s after %s, from when the duration counts", n.Name(), short(time.Since(start)))
+	}
+	if env.Rec != nil && p.window >= 0 {
+		env.Rec.FaultDetail(p.window, detail)
+	}
+	return err
+}
+
+// splitsPrimary is the primary of a replicated topology when the partition cuts it off
+// from a majority of the Sentinels and from a replica (they will promote it); else nil.
+func (p *partition) splitsPrimary(ctx context.Context, c *cluster.Cluster) cluster.Node {
+	if c.Topology.Kind != cluster.Replicated || len(c.Sentinels) == 0 {
+		return nil
+	}
+	primary, err := c.Primary(ctx)
+	if err != nil || !slices.Contains(p.names, primary.Name()) {
+		return nil
+	}
+	outside := func(nodes []cluster.Node) (n int) {
+		for _, x := range nodes {
+			if !slices.Contains(p.names, x.Name()) {
+				n++
+			}
+		}
+		return n
+	}
+	if outside(c.Sentinels) <= len(c.Sentinels)/2 || outside(c.Lock) == 0 {
+		return nil
+	}
+	return primary
 }
 
 // Heal rejoins every server cut off; one that fails stays for the next Heal.

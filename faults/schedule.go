@@ -107,7 +107,7 @@ func (sch *Schedule) run(ctx context.Context, it *item) {
 			return
 		}
 	}
-	if !sleep(ctx, it.spec.At) {
+	if it.spec.At > 0 && !sch.sleepPlan(ctx, it.spec.At, sch.Held()) { // at 0 its trigger holds its client
 		return
 	}
 	if err := it.fault.Inject(ctx, sch.env); err != nil && ctx.Err() == nil {
@@ -119,7 +119,7 @@ func (sch *Schedule) run(ctx context.Context, it *item) {
 		withOffset(sch.env.Rec, it.window, it.spec)
 	}
 	close(it.injected)
-	if !sleep(ctx, it.spec.Duration) {
+	if !sch.sleepPlan(ctx, it.spec.Duration, sch.Held()) {
 		return // Stop heals it
 	}
 	sch.heal(ctx, it)
@@ -147,13 +147,7 @@ func (sch *Schedule) fail(err error) {
 // plan's duration is time the clients run, and a kill and restart that take a container
 // engine seconds must not end the run before the story it starts (the lock taken again).
 func (sch *Schedule) AwaitSettled(ctx context.Context) {
-	for waited := time.Duration(0); ; {
-		held := sch.Held()
-		if held <= waited || !sleep(ctx, held-waited) {
-			break
-		}
-		waited = held
-	}
+	sch.sleepPlan(ctx, 0, 0)
 	for _, it := range sch.items {
 		s, ok := it.fault.(settler)
 		if !ok {
@@ -168,6 +162,25 @@ func (sch *Schedule) AwaitSettled(ctx context.Context) {
 		}
 	}
 }
+
+// sleepPlan waits d on the plan's clock, which leaves out the time triggers held clients
+// beyond held0 (Held): every fault keeps its place in the story, a link cut at a trigger
+// healed with a partition whose trigger held its client until the election came.
+func (sch *Schedule) sleepPlan(ctx context.Context, d, held0 time.Duration) bool {
+	start := time.Now()
+	for {
+		left := d - time.Since(start) + sch.Held() - held0
+		if left <= 0 {
+			return ctx.Err() == nil
+		}
+		if !sleep(ctx, max(left, holdPoll)) { // a hold under way keeps left from shrinking
+			return false
+		}
+	}
+}
+
+// holdPoll is sleepPlan's shortest wait.
+const holdPoll = 10 * time.Millisecond
 
 // Held is how long triggers have held their clients until their faults were in place:
 // the run's end and its hard deadline move on by as much (see AwaitSettled).

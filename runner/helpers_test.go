@@ -1,7 +1,11 @@
 package runner
 
 import (
+	"bufio"
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +82,7 @@ func runPlan(t testing.TB, b cluster.Backend, p plan.Plan) Report {
 	}
 	rep, err := Run(ctx, r, Options{Backend: b, Dir: t.TempDir()})
 	if err != nil {
+		logSentinels(t, rep.Dir)
 		t.Fatalf("run %s (impl %s, fencing %s): %v", p.Name, p.Impl, p.Fencing, err)
 	}
 	t.Logf("%s/%s/fencing %s: harness stall %s %s", p.Name, p.Impl, p.Fencing, rep.Stall, rep.Perturbed)
@@ -119,5 +124,27 @@ func assertFaultsFired(t testing.TB, rep Report) {
 	t.Helper()
 	if rep.Faults != len(rep.Plan.Faults) {
 		t.Errorf("%s/%s: %d fault windows recorded, plan has %d faults", rep.Plan.Name, rep.Plan.Impl, rep.Faults, len(rep.Plan.Faults))
+	}
+}
+
+// logSentinels logs the events (the "#" lines: +sdown, +odown, elections, aborts, TILT)
+// of each Sentinel log a run kept, which say why a failover did or did not come.
+func logSentinels(t testing.TB, dir string) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "sentinel-*.log"))
+	for _, name := range logs {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Log(err)
+			continue
+		}
+		var b strings.Builder
+		for sc := bufio.NewScanner(f); sc.Scan(); {
+			if strings.Contains(sc.Text(), " # ") {
+				b.WriteString(sc.Text() + "\n")
+			}
+		}
+		f.Close()
+		t.Logf("events of %s:\n%s", filepath.Base(name), b.String())
 	}
 }

@@ -32,6 +32,7 @@ func TestFailoverLoss(t *testing.T) {
 					assertFailoverStruck(t, rep)
 					if t.Failed() {
 						logHistory(t, rep)
+						logSentinels(t, rep.Dir)
 					}
 				})
 			}

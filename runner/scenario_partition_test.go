@@ -39,12 +39,13 @@ func TestSplitBrain(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, w := range h.Faults {
-				if w.Kind == "partition" && !strings.Contains(w.Detail, "redis-0, sentinel-0 cut off") {
-					t.Errorf("partition window %q: want redis-0 and sentinel-0 cut off", w.Detail)
+				if w.Kind == "partition" && (!strings.Contains(w.Detail, "redis-0, sentinel-0 cut off") || !strings.Contains(w.Detail, "outside promoted redis-")) {
+					t.Errorf("partition window %q: want redis-0 and sentinel-0 cut off and a replica promoted by the Sentinels outside", w.Detail)
 				}
 			}
 			if t.Failed() {
 				logHistory(t, rep)
+				logSentinels(t, rep.Dir)
 			}
 		})
 	}
@@ -55,7 +56,7 @@ func TestSplitBrain(t *testing.T) {
 func TestPartitionNeedsDocker(t *testing.T) {
 	p := scenario(t, "split-brain", func(p *plan.Plan) { p.Backend = plan.BackendProcess })
 	_, err := p.Resolve(locks.All())
-	if err == nil || !strings.Contains(err.Error(), "faults[0].kind") || !strings.Contains(err.Error(), "docker backend") {
-		t.Fatalf("split-brain on the process backend: %v; want an error on faults[0].kind naming the docker backend", err)
+	if err == nil || !strings.Contains(err.Error(), "faults[2].kind") || !strings.Contains(err.Error(), "docker backend") {
+		t.Fatalf("split-brain on the process backend: %v; want an error on faults[2].kind naming the docker backend", err)
 	}
 }

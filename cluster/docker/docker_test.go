@@ -92,7 +92,7 @@ func TestIsolatedPrimaryIsFailedOver(t *testing.T) {
 	if p, err := c.Primary(ctx); err != nil || p != old {
 		t.Fatalf("primary at start: %v, %v; want %s", p, err, old.Name())
 	}
-	if err := c.PrepareFailover(ctx); err != nil {
+	if err := c.PrepareFailover(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := old.(cluster.IsolatableNode).Isolate(ctx); err != nil {
