@@ -199,7 +199,7 @@ func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
 	if err := os.MkdirAll(filepath.Join(o.Out, PlanRunsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("campaign: %w", err)
 	}
-	s := &searcher{o: o, gen: gen, start: time.Now(), sum: newSummary(o, sp), confirmed: map[string]int{}, slots: runner.NewSlots(o.Parallel)}
+	s := &searcher{o: o, gen: gen, start: time.Now(), sum: newSummary(o, sp), confirmed: map[string]int{}, waiting: map[string][]waitingFailure{}, slots: runner.NewSlots(o.Parallel)}
 	if o.Class != nil {
 		s.classes = []Class{*o.Class}
 	} else {
@@ -270,6 +270,9 @@ type searcher struct {
 	started   int        // plans of this shard handed out
 	stopped   bool
 	confirmed map[string]int // kind of failure → the run confirmed and shrunk for it
+	// waiting are the failures of a kind that came while its first was being confirmed:
+	// should that one not reproduce, the next is confirmed in its place.
+	waiting map[string][]waitingFailure
 	tail      time.Time      // once no plan starts any more: when every shrink must end
 	current   string
 	sum       *Summary
@@ -380,7 +383,8 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 		} else if s.o.SafeOnly && len(rec.Safe) == 0 && len(detected) == 0 {
 			f.Note, shrink = "a finding: not confirmed (safe-configuration violations only)", false
 		} else if first, seen := s.confirmed[key]; seen {
-			f.Note, shrink = fmt.Sprintf("run %d, a failure of the same kind, was confirmed instead", first), false
+			f.Note, shrink = fmt.Sprintf("not confirmed: run %d, a failure of the same kind, was taken up first", first), false
+			s.waiting[key] = append(s.waiting[key], waitingFailure{p: p, impl: impl, i: i, rep: rep, f: f})
 		} else {
 			s.confirmed[key], shrink = i, true
 		}
@@ -402,14 +406,40 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 	}
 	s.emit(note, rec)
 	if shrink {
-		if !s.handleFailure(ctx, p, impl, i, rep, f) {
-			s.mu.Lock()
-			if s.confirmed[key] == i {
-				delete(s.confirmed, key) // the next failure of this kind gets its own chance
-			}
-			s.mu.Unlock()
-		}
+		s.confirmKind(ctx, key, waitingFailure{p: p, impl: impl, i: i, rep: rep, f: f})
 	}
+}
+
+// waitingFailure is a failure waiting for its confirmation.
+type waitingFailure struct {
+	p    plan.Plan
+	impl lockimpl.Impl
+	i    int
+	rep  runner.Report
+	f    *Failure
+}
+
+// confirmKind confirms w, the failure taken up for its kind; while one taken up does not
+// reproduce, the next that came meanwhile is confirmed in its place, and once none is
+// left the next failure of the kind to come gets its own chance.
+func (s *searcher) confirmKind(ctx context.Context, key string, w waitingFailure) {
+	for !s.handleFailure(ctx, w.p, w.impl, w.i, w.rep, w.f) && ctx.Err() == nil && s.o.Confirm >= 0 {
+		s.mu.Lock()
+		failed := w.i
+		next := s.waiting[key]
+		if len(next) == 0 {
+			delete(s.confirmed, key)
+			s.mu.Unlock()
+			return
+		}
+		w, s.waiting[key] = next[0], next[1:]
+		s.confirmed[key] = w.i
+		w.f.Note = fmt.Sprintf("confirmed in place of run %d, a failure of the same kind that did not reproduce", failed)
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	delete(s.waiting, key) // confirmed (or cut short): the others keep their note
+	s.mu.Unlock()
 }
 
 // verdicts are the illegal and the unknown properties of a result, in report order.

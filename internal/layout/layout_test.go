@@ -26,8 +26,10 @@ const maxLines = 2100
 // find an instant without a lease, the holds that make its lost grant count, a partition
 // in place once the majority promoted, and the plan's clock that leaves out the time
 // triggers held clients; the client gates went to faults/gates) owes its network faults
-// (network.go, partition.go) a package of their own.
-var overLimit = map[string]int{"cluster": 2720, "faults": 2490}
+// (network.go, partition.go) a package of their own. campaign (2,128 lines: generators,
+// the search with confirmation, shrinking and the failures waiting for one, summaries)
+// owes its summaries a package of their own.
+var overLimit = map[string]int{"cluster": 2720, "faults": 2490, "campaign": 2130}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
