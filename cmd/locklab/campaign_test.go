@@ -70,7 +70,9 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 // reproduced (exit 1 when it did).
 func TestCampaignThenReplay(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, stderr := locklab(t, "campaign", "--class", "check-then-set", "--seed", "1", "--max-runs", "10",
+	// It stops at its first confirmed detection; up to 60 plans leave room for a loaded
+	// machine, whose perturbed runs count for nothing.
+	code, stdout, stderr := locklab(t, "campaign", "--class", "check-then-set", "--seed", "1", "--max-runs", "60",
 		"--shrink-time", "0", "--out", out)
 	if code != exitOK {
 		t.Fatalf("campaign: exit %d\n%s\n%s", code, stdout, stderr)
