@@ -424,9 +424,7 @@ func (f *failover) note(env *Env, s string) {
 	f.detailMu.Lock()
 	defer f.detailMu.Unlock()
 	f.detail += s
-	if env.Rec != nil && f.window >= 0 {
-		env.Rec.FaultDetail(f.window, f.detail)
-	}
+	detailWindow(env, f.window, f.detail)
 }
 
 // Heal disarms the gates, waits for a strike in progress, and puts the topology back

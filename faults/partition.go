@@ -114,15 +114,13 @@ func (p *partition) Inject(ctx context.Context, env *Env) error {
 	if old == nil {
 		return nil
 	}
-	// A split brain exists once the majority has a primary of its own: the partition is
-	// in place then, however long a loaded machine makes the election take. Paced as for
-	// a failover: with the steady pace one election that found no replica's INFO fresh
-	// enough was retried only 4 h later (no proxied replica on docker to re-point).
+	// A split brain exists once the majority has a primary of its own, however long a loaded
+	// machine makes the election take. Paced as a failover is (the steady pace retried an
+	// election that found no fresh replica INFO 4 h later; docker has no proxied replica).
 	start := time.Now()
-	err = env.Cluster.PrepareFailover(ctx, 0)
-	p.paced = err == nil
 	var n cluster.Node
-	if err == nil {
+	if err = env.Cluster.PrepareFailover(ctx, 0); err == nil {
+		p.paced = true
 		n, err = env.Cluster.AwaitPromotion(ctx, old, promoteTimeout)
 	}
 	if err != nil {
@@ -131,9 +129,7 @@ func (p *partition) Inject(ctx context.Context, env *Env) error {
 	} else {
 		detail += fmt.Sprintf("; the Sentinels outside promoted %s after %s, from when the duration counts", n.Name(), short(time.Since(start)))
 	}
-	if env.Rec != nil && p.window >= 0 {
-		env.Rec.FaultDetail(p.window, detail)
-	}
+	detailWindow(env, p.window, detail)
 	return err
 }
 
@@ -147,13 +143,8 @@ func (p *partition) splitsPrimary(ctx context.Context, c *cluster.Cluster) clust
 	if err != nil || !slices.Contains(p.names, primary.Name()) {
 		return nil
 	}
-	outside := func(nodes []cluster.Node) (n int) {
-		for _, x := range nodes {
-			if !slices.Contains(p.names, x.Name()) {
-				n++
-			}
-		}
-		return n
+	outside := func(nodes []cluster.Node) int {
+		return len(slices.DeleteFunc(slices.Clone(nodes), func(x cluster.Node) bool { return slices.Contains(p.names, x.Name()) }))
 	}
 	if outside(c.Sentinels) <= len(c.Sentinels)/2 || outside(c.Lock) == 0 {
 		return nil
