@@ -32,7 +32,7 @@ func failoverKinds() []KindInfo {
 			"manual promotes the most up-to-date replica by hand and re-registers it with the Sentinels; the fault is in place once a Sentinel names the new primary. " +
 			"With a point, replication from the primary is cut when the fault starts, at an instant when no lease is held (every client is held before its next acquire until the leases held drain, and writes are paused while the leases are counted and replication cut; the window says for how long), and the primary dies when the target client (or any) next reaches the point " +
 			"with a write made after the cut (e.g. acquire:granted: that grant then exists only on the dead primary); the point must be reached within the duration. " +
-			"That client is held there until the promotion is done and another client was granted by the new primary and read; that one is held before its write until the first has read (each wait at most the duration), and the run's clients keep going until the first goes on. " +
+			"The other clients wait before acquiring while the kill is under way (an engine can report a death seconds late). That client is held there until the promotion is done and another client was granted by the new primary and read; that one is held before its write until the first has read (each wait at most the duration), and the run's clients keep going until the first goes on. " +
 			"Heal restarts the dead node as a replica of the new primary",
 		Targets:   "without a point: primary (the default); with a point: client:N or any, whose point it is",
 		Points:    true,
@@ -373,11 +373,20 @@ func (f *failover) strike(ctx context.Context, env *Env, where string, killed ch
 	}
 	f.detailMu.Unlock()
 	start := time.Now()
+	lift := func() (int, time.Duration) { return 0, 0 }
+	if where != "" {
+		// The others wait before acquiring until the kill returns: an engine can report a
+		// death seconds late, and a grant by the new primary meanwhile would pass for the
+		// old one's (the aftermath takes a witness among grants after killed).
+		lift = env.Gates.Hold(workload.BeforeAcquire)
+	}
 	if err := old.Kill(ctx); err != nil {
+		lift()
 		return fmt.Errorf("failover: %w", err)
 	}
 	f.dead, f.cut = old, nil
 	close(killed)
+	lift()
 	// A container can take seconds to die: the promotion's time counts from the death.
 	f.note(env, fmt.Sprintf(", dead after %s", short(time.Since(start))))
 	died := time.Now()
