@@ -273,9 +273,9 @@ type searcher struct {
 	// waiting are the failures of a kind that came while its first was being confirmed:
 	// should that one not reproduce, the next is confirmed in its place.
 	waiting map[string][]waitingFailure
-	tail      time.Time      // once no plan starts any more: when every shrink must end
-	current   string
-	sum       *Summary
+	tail    time.Time // once no plan starts any more: when every shrink must end
+	current string
+	sum     *Summary
 
 	shrinks chan<- shrinkJob // to the shrinker
 	slots   *runner.Slots    // the plans' runs and their confirmations: Parallel at once
