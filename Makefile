@@ -69,7 +69,7 @@ test: deps browser-deps build
 	$(GO) test -race -timeout 20m -artifacts -outputdir $(abspath $(TEST_ARTIFACTS)) ./...
 
 vet:
-	gofmt -l . | tee /dev/stderr | (! read)
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "not gofmt-ed: $$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 
 # Longer fuzzing of the readers than `make test` does (the seed corpus runs in every test).
