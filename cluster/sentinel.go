@@ -488,11 +488,11 @@ func (c *Cluster) AwaitNoTilt(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	for {
 		err := c.onSentinels(ctx, func(ctx context.Context, i int, sc *redis.SentinelClient) error {
-			cmd := redis.NewStringCmd(ctx, "info", "sentinel")
-			if err := sc.Process(ctx, cmd); err != nil {
+			tilt, err := sentinelTilts(ctx, sc)
+			if err != nil {
 				return fmt.Errorf("sentinel-%d: info sentinel: %w", i, err)
 			}
-			if strings.Contains(cmd.Val(), "sentinel_tilt:1") {
+			if tilt {
 				return fmt.Errorf("sentinel-%d is in TILT mode", i)
 			}
 			return nil
@@ -533,9 +533,15 @@ func sentinelView(ctx context.Context, sc *redis.SentinelClient) string {
 			net.JoinHostPort(r["ip"], r["port"]), r["flags"], r["master-link-status"], r["master-link-down-time"],
 			r["info-refresh"], r["slave-priority"], r["slave-repl-offset"])
 	}
-	cmd2 := redis.NewStringCmd(ctx, "info", "sentinel")
-	if err := sc.Process(ctx, cmd2); err == nil && strings.Contains(cmd2.Val(), "sentinel_tilt:1") {
+	if tilt, err := sentinelTilts(ctx, sc); err == nil && tilt {
 		v += ", in TILT"
 	}
 	return v
+}
+
+// sentinelTilts says whether a Sentinel is in TILT mode (INFO sentinel).
+func sentinelTilts(ctx context.Context, sc *redis.SentinelClient) (bool, error) {
+	cmd := redis.NewStringCmd(ctx, "info", "sentinel")
+	err := sc.Process(ctx, cmd)
+	return err == nil && strings.Contains(cmd.Val(), "sentinel_tilt:1"), err
 }

@@ -23,10 +23,10 @@ const maxLines = 2100
 // the failover's Cutter, starting a topology's servers at once, the external servers'
 // secrets) owes its replication and Sentinel code (replicated.go, sentinel.go) a package
 // of its own. faults (2,498 lines: every fault family, the hold that lets a failover's cut
-// find an instant without a lease, the holds that make its lost grant count (the others held while a container dies), a partition
-// in place once the majority promoted, and the plan's clock that leaves out the time
-// triggers held clients; the client gates went to faults/gates) owes its network faults
-// (network.go, partition.go) a package of their own. campaign (2,128 lines: generators,
+// find an instant without a lease, the holds that make its lost grant count (the others
+// held while a container dies), a partition in place once the majority promoted, and the
+// plan's clock that leaves out the time triggers held clients; the client gates went to
+// faults/gates) owes its network faults (network.go, partition.go) a package of their own. campaign (2,128 lines: generators,
 // the search with confirmation, shrinking and the failures waiting for one, summaries)
 // owes its summaries a package of their own.
 var overLimit = map[string]int{"cluster": 2720, "faults": 2500, "campaign": 2130}
