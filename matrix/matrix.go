@@ -337,7 +337,7 @@ func (o Options) resolve() (Options, []plan.Plan, []lockimpl.Impl, error) {
 		o.Repeat = 1
 	}
 	if o.Nodes == 0 {
-		o.Nodes = 5
+		o.Nodes = plan.DefaultNodes
 	}
 	if o.Parallel == 0 {
 		o.Parallel = 1
@@ -441,16 +441,12 @@ func firstDuplicate(names []string) string {
 	return ""
 }
 
-// EtcdMembers is the size of the etcd cluster on which an etcd implementation plays the
-// scenarios: the smallest that survives the loss of a member.
-const EtcdMembers = 3
-
 // PlanCell decides what the cell (scenario s, implementation impl, fencing mode) runs:
-// the scenario's plan with the implementation and fencing mode replaced. An
-// implementation for independent nodes ("nodes") plays a single-server scenario on nodes
-// servers; any other topology mismatch, and a plan that does not validate for the
-// implementation (e.g. a fault at a step it does not have), make the cell n/a with the
-// reason. A fencing mode other than off for an implementation without fences is CellNoFencing.
+// the scenario's plan with the implementation and fencing mode replaced, on the topology
+// plan.Plan.ForImpl maps it to (nodes servers for a lock on independent nodes). A
+// topology it cannot map, and a plan that does not validate for the implementation
+// (e.g. a fault at a step it does not have), make the cell n/a with the reason. A
+// fencing mode other than off for an implementation without fences is CellNoFencing.
 func PlanCell(reg *lockimpl.Registry, s plan.Plan, impl lockimpl.Impl, fencing string, nodes int) (Cell, plan.Plan) {
 	c := Cell{Scenario: s.Name, Impl: impl.Name, Fencing: fencing, Status: CellPlanned}
 	if fencing != string(workload.FencingOff) && !impl.Fencing {
@@ -458,40 +454,16 @@ func PlanCell(reg *lockimpl.Registry, s plan.Plan, impl lockimpl.Impl, fencing s
 		c.Reason = fmt.Sprintf("%s grants no fencing token (fence source none): fencing %s cannot be tried", impl.Name, fencing)
 		return c, plan.Plan{}
 	}
-	p := s
-	p.Impl, p.Fencing = impl.Name, fencing
-	p.Faults = slices.Clone(s.Faults)
-	topo, err := cluster.ParseTopology(s.Topology)
-	if err != nil { // the catalog validated it
+	p, move, err := s.ForImpl(impl, nodes)
+	if err != nil { // the catalog validated the topology: a mismatch no mapping mends
 		c.Status, c.Reason = CellNA, err.Error()
 		return c, plan.Plan{}
 	}
-	switch {
-	case impl.RunsOn(topo.Kind):
-	case impl.Topology == cluster.Nodes && topo.Kind == cluster.Single:
-		p.Topology = cluster.Topology{Kind: cluster.Nodes, Nodes: nodes}.String()
-		c.Note = fmt.Sprintf("ran on %s instead of the scenario's single server", p.Topology)
-		if targets := lockTargets(s.Faults); len(targets) > 0 {
-			c.Note += fmt.Sprintf("; its faults on %s hit one node of %d", strings.Join(targets, ", "), nodes)
-		}
-	case impl.Topology == cluster.Etcd && topo.Kind != cluster.Replicated:
-		// A lock service of one server or of N independent ones becomes the etcd cluster
-		// people deploy; lock-0 leads when a run starts, so a fault on lock-0 strikes the
-		// leader, and the rest of the cluster carries on.
-		p.Topology = cluster.Topology{Kind: cluster.Etcd, Nodes: EtcdMembers}.String()
-		p.Persistence, p.ServerClock = "", ""
-		c.Note = fmt.Sprintf("ran on %s instead of the scenario's %s", p.Topology, topo)
-		if targets := lockTargets(s.Faults); len(targets) > 0 {
-			c.Note += fmt.Sprintf("; its faults on %s hit that member (lock-0 leads at the start)", strings.Join(targets, ", "))
-		}
-		if s.Persistence != "" && s.Persistence != string(cluster.PersistNone) {
-			c.Note += fmt.Sprintf("; persistence %s does not apply (an etcd member fsyncs its log before it acknowledges)", s.Persistence)
-		}
-	default:
-		c.Status = CellNA
-		c.Reason = fmt.Sprintf("needs topology %s; the scenario runs on %s", impl.Topology, topo)
-		return c, plan.Plan{}
+	if move != nil {
+		c.Note = move.Note()
 	}
+	p.Impl, p.Fencing = impl.Name, fencing
+	p.Faults = slices.Clone(s.Faults)
 	if point := missingPoint(p, impl); point != "" {
 		c.Status = CellNA
 		c.Reason = fmt.Sprintf("the scenario's fault strikes at step %s, which this implementation never reaches", point)
@@ -527,18 +499,6 @@ func missingPoint(p plan.Plan, impl lockimpl.Impl) string {
 		}
 	}
 	return ""
-}
-
-// lockTargets are the fault targets of faults that name a lock server (lock-0, or a link
-// to or from one), which on N independent nodes strike only that one.
-func lockTargets(fs []plan.FaultSpec) []string {
-	var out []string
-	for _, f := range fs {
-		if strings.Contains(f.Target, "lock-") && !slices.Contains(out, f.Target) {
-			out = append(out, f.Target)
-		}
-	}
-	return out
 }
 
 // runCell makes one run of a cell into its directory (relative to opts.Out). ok is false

@@ -6,7 +6,8 @@
 // it turns a plan into typed values (topology, persistence, fencing mode, the
 // implementation from the registry, every fault built with its trigger parsed), and the
 // stages after it take those values, so that a plan that resolved cannot fail to parse
-// later.
+// later. ForImpl moves a plan to a topology an implementation runs on: the one mapping
+// the matrix and `locklab run` share.
 //
 // plan imports the packages whose values it resolves (cluster, faults, lockimpl,
 // workload) and must not import runner, campaign, matrix or report: they come later in

@@ -90,6 +90,30 @@ type JobsSpec struct {
 	Lock       bool     `json:"lock,omitempty"`       // each job under the lock of its key (the plan's impl)
 	OnTaken    string   `json:"on_taken,omitempty"`   // drop (default) or retry
 	Idempotent bool     `json:"idempotent,omitempty"` // an idempotency record written with the side effect
+	// Release is when a job's lock is released: ReleaseBeforeAck (the default: right after
+	// the side effect, as withLock wraps the job alone) or ReleaseAfterAck (held until the
+	// job is acknowledged).
+	Release string `json:"release,omitempty"`
+	// Stall makes a share of the jobs' first runs stall past their visibility timeout
+	// (workload.Stall), so that the queue re-delivers them while they run.
+	Stall *StallSpec `json:"stall,omitempty"`
+}
+
+// When a job's lock is released (JobsSpec.Release).
+const (
+	ReleaseBeforeAck = "before-ack"
+	ReleaseAfterAck  = "after-ack"
+)
+
+// StallSpec is a stall past the visibility timeout that strikes a share of the jobs' first
+// runs (workload.Stall): the run waits at its point until the queue has re-delivered its
+// job, then After more; a share Fail of the stalled runs then fails, never acknowledged.
+type StallSpec struct {
+	Rate float64 `json:"rate"`         // share of first runs that stall, 0 to 1
+	At   string  `json:"at,omitempty"` // before-write (the default: the lock held) or before-ack
+	// After is how long the run stalls on once its job was re-delivered.
+	After Duration `json:"after,omitzero"`
+	Fail  float64  `json:"fail,omitempty"` // share of stalled runs that then fail, 0 to 1
 }
 
 // MaxJobs bounds a plan's jobs (rate × duration + count), so that a typo cannot queue millions.
@@ -432,6 +456,29 @@ func (p Plan) resolveJobs(r *Resolved) error {
 	if j.OnTaken != "" && !j.Lock {
 		return bad("jobs.on_taken", "set, but the jobs run without a lock (lock is false)")
 	}
+	switch j.Release {
+	case "", ReleaseBeforeAck:
+	case ReleaseAfterAck:
+		if !j.Lock {
+			return bad("jobs.release", "%s, but the jobs run without a lock (lock is false)", j.Release)
+		}
+	default:
+		return bad("jobs.release", "want %s or %s, got %q", ReleaseBeforeAck, ReleaseAfterAck, j.Release)
+	}
+	if st := j.Stall; st != nil {
+		switch {
+		case st.Rate < 0 || st.Rate > 1:
+			return bad("jobs.stall.rate", "want a share from 0 to 1, got %g", st.Rate)
+		case st.Fail < 0 || st.Fail > 1:
+			return bad("jobs.stall.fail", "want a share from 0 to 1, got %g", st.Fail)
+		case st.At != "" && !slices.Contains(workload.StallPoints(), st.At):
+			return bad("jobs.stall.at", "want %s, got %q", strings.Join(workload.StallPoints(), " or "), st.At)
+		case st.After.bad != "":
+			return bad("jobs.stall.after", "%s", st.After.bad)
+		case st.After.D() < 0:
+			return bad("jobs.stall.after", "must not be negative, got %s", st.After.D())
+		}
+	}
 	if r.Fencing != workload.FencingOff && !j.Lock {
 		return bad("fencing", "mode %s fences the ledger with the lock's tokens, but the jobs run without a lock", p.Fencing)
 	}
@@ -449,8 +496,17 @@ func (p Plan) JobsConfig(queueAddr string) *workload.Jobs {
 	if onTaken == "" {
 		onTaken = workload.OnTakenDrop
 	}
-	return &workload.Jobs{Rate: j.Rate, Count: j.Count, SameKey: j.SameKey, Visibility: j.Visibility.D(),
-		Lock: j.Lock, OnTaken: onTaken, Idempotent: j.Idempotent, QueueAddr: queueAddr}
+	w := &workload.Jobs{Rate: j.Rate, Count: j.Count, SameKey: j.SameKey, Visibility: j.Visibility.D(),
+		Lock: j.Lock, OnTaken: onTaken, Idempotent: j.Idempotent, ReleaseAfterAck: j.Release == ReleaseAfterAck,
+		QueueAddr: queueAddr}
+	if st := j.Stall; st != nil {
+		at := st.At
+		if at == "" {
+			at = workload.BeforeWrite
+		}
+		w.Stall = &workload.Stall{Rate: st.Rate, At: at, After: st.After.D(), Fail: st.Fail}
+	}
+	return w
 }
 
 // Calm reports whether p's critical section stays well inside its lease: work at most a

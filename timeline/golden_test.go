@@ -17,16 +17,18 @@ import (
 // goldenPictures are the SHA-256 of pictures of fixed histories of a real run's size, as
 // the code drew them before their size was bounded (commit 8d7c181): within the bounds a
 // picture must not change by a byte, because the tests and the tutorial's pictures rely
-// on it.
+// on it. The clients' palette changed since (issue 25: client 1 was drawn in the orange of
+// "outcome unknown"); the pictures were checked equal to those of 8d7c181 byte for byte
+// once each client's old colour is read as its new one.
 var goldenPictures = map[string]string{
-	"alternating":         "57af07d4d9a48fceeda77c88c6ad29caba22bc164da5c888ed235d6ab4cdb601",
-	"pause-past-ttl":      "ecd16a532d03c47d8816eef9e8a99d7879c83f00334e5c1fed40752989cf2561",
-	"sample":              "8863779efff8a8dc0f58cf581c3ce993c9a8078aaff18b2096e79de608beef75",
-	"synthetic":           "2a84aca35516b1f68eca3de1d6c9e7a770686bee828108ff1309f33bf0c28784",
-	"synthetic-faults":    "2564e020bfd404323bc7c34e9bd0cba457ec9e773caae8f894ab9491c38cc5ce",
-	"synthetic-redlock":   "35d6519751c4f244f766a845f8b2d5445bf57e9c74953d1cf9895c77d068423a",
-	"synthetic-renewed":   "0d00cf92f872e1386d9e92f00df1440cc536ae2c56fe0b57ec14724fc00898ec",
-	"synthetic-violation": "edc58babe78bcd23ca3923db3758d12583904b6f4c6b30e6e66ff7416ad4f7d0",
+	"alternating":         "a6bee49409f3d56dda1ea22b02a8f72c895d0c816c78d6764b9c7f5e8785a38f",
+	"pause-past-ttl":      "b165ceaab4efc2445552e0715e6cdcf54f210b79e3dffbefa610314932a41a47",
+	"sample":              "f54bdc9145ac5787228c366874795d5a80cdd3ee161e2b43b47fa4026de93ff5",
+	"synthetic":           "0b6305b22c1d20dcad269b8d866c0c429c764a1c1df1b52b89a8c4ba13c48b91",
+	"synthetic-faults":    "e90d88c427353c6de653f2003f8aabee6eda16487583c74592dd63308daaad27",
+	"synthetic-redlock":   "e8f07330d35a9d6156c3f0992ceeceb67deff4efbc7372ffc99f031acdf292fd",
+	"synthetic-renewed":   "fcdbdd57bd82375b66e14baec2fdcd0ccc3162c9c464b45ef864e71857d5a311",
+	"synthetic-violation": "800dab26a6b6654d4b448fd5d80068f2804eb8e98127c2ac22c1c1a1d2c858c3",
 }
 
 func TestPicturesWithinTheBoundsUnchanged(t *testing.T) {

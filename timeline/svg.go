@@ -44,8 +44,11 @@ const (
 	fontSize = 11
 )
 
-// palette colours clients; a client's beliefs and leases share its colour.
-var palette = [...]string{"#3366cc", "#e08a00", "#8e44ad", "#16a2a2", "#8c564b", "#d6489b", "#7f8c1d", "#555555"}
+// palette colours clients; a client's beliefs and leases share its colour. It keeps
+// away from the hues the legend gives meanings to (green ok, red refused and danger,
+// orange unknown, yellow fault): a client drawn in one of them would read as that
+// meaning (TestClientColoursMeanNothing holds it there).
+var palette = [...]string{"#3366cc", "#16a2a2", "#8e44ad", "#d6489b", "#8c564b", "#1b1f5e", "#555555", "#7fa7ff"}
 
 func colour(client int) string { return palette[client%len(palette)] }
 
@@ -574,22 +577,24 @@ func (c *canvas) legend(m *model, y float64) float64 {
 	y += 14
 	c.p(`<g class="legend">` + "\n")
 	x := 16.0
-	item := func(swatch, text string) {
-		c.p(swatch+"\n", x, y)
+	item := func(attrs, text string) {
+		c.p(`<rect x="%.1f" y="%.1f" width="22" height="11" %s/>`+"\n", x, y, attrs)
 		c.p(`<text x="%.1f" y="%.1f" fill="#333">%s</text>`+"\n", x+28, y+10, esc(text))
 		x += 28 + textWidth(text) + 18
 	}
-	item(`<rect x="%.1f" y="%.1f" width="22" height="11" fill="#3366cc" fill-opacity="0.28" stroke="#3366cc"/>`, "belief (client thinks it holds the lock)")
-	item(`<rect x="%.1f" y="%.1f" width="22" height="11" fill="#3366cc" fill-opacity="0.8"/>`, "lease on the server")
-	item(`<rect x="%.1f" y="%.1f" width="22" height="11" fill="url(#hatch-danger)" stroke="#d62728"/>`, "danger: believed, not held")
-	item(`<rect x="%.1f" y="%.1f" width="22" height="11" fill="#2e9d3a" stroke="#222" stroke-width="0.5"/>`, "write accepted ✓")
-	item(`<rect x="%.1f" y="%.1f" width="22" height="11" fill="#d62728" stroke="#222" stroke-width="0.5"/>`, "refused ✗")
+	// Beliefs and leases are drawn in their client's colour: client 0's stands for any.
+	client := colour(0)
+	item(fmt.Sprintf(`fill="%s" fill-opacity="0.28" stroke="%s"`, client, client), "belief (client thinks it holds the lock)")
+	item(fmt.Sprintf(`fill="%s" fill-opacity="0.8"`, client), "lease on the server")
+	item(fmt.Sprintf(`fill="url(#hatch-danger)" stroke="%s"`, failColour), "danger: believed, not held")
+	item(fmt.Sprintf(`fill="%s" stroke="#222" stroke-width="0.5"`, okColour), "write accepted ✓")
+	item(fmt.Sprintf(`fill="%s" stroke="#222" stroke-width="0.5"`, failColour), "refused ✗")
 	y += 18
 	x = 16
-	item(`<rect x="%.1f" y="%.1f" width="22" height="11" fill="#e67e00" stroke="#222" stroke-width="0.5"/>`, "outcome unknown ?")
-	item(`<rect x="%.1f" y="%.1f" width="22" height="11" fill="url(#hatch-fault)" stroke="#b08800" stroke-width="0.5"/>`, "fault")
-	item(`<rect x="%.1f" y="%.1f" width="22" height="11" fill="#d62728" fill-opacity="0.15" stroke="#d62728"/>`, "first violation")
-	item(`<rect x="%.1f" y="%.1f" width="22" height="11" fill="#3366cc" fill-opacity="0.18" stroke="#3366cc" stroke-dasharray="4 2"/>`, "lease, servers not recorded")
+	item(fmt.Sprintf(`fill="%s" stroke="#222" stroke-width="0.5"`, unknownColour), "outcome unknown ?")
+	item(fmt.Sprintf(`fill="url(#hatch-fault)" stroke="%s" stroke-width="0.5"`, faultColour), "fault")
+	item(fmt.Sprintf(`fill="%s" fill-opacity="0.15" stroke="%s"`, failColour, failColour), "first violation")
+	item(fmt.Sprintf(`fill="%s" fill-opacity="0.18" stroke="%s" stroke-dasharray="4 2"`, client, client), "lease, servers not recorded")
 	for _, n := range m.notes {
 		y += 15
 		c.p(`<text x="16" y="%.1f" fill="#555">%s</text>`+"\n", y+10, esc("• "+n))

@@ -47,6 +47,10 @@ func TestBadInputNamesItsPlace(t *testing.T) {
 		{[]string{"run", "--fault", "client-clock:target=client:0,rate=-2", "--out", dir}, "flag --fault: faults[0]: rate -2: want a positive speed factor"},
 		{[]string{"run", "--fault", "client-pause:trigger=client:0@nowhere", "--out", dir}, `faults[0].trigger: setnx never reaches point "nowhere"`},
 		{[]string{"run", "--scenario", "nope"}, `flag --scenario: unknown scenario "nope"`},
+		// A topology the user names is kept, mapped for the implementation only when left out.
+		{[]string{"run", "--scenario", "pause-past-ttl", "--impl", "etcd", "--topology", "single", "--out", dir}, "flag --topology: etcd does not run on topology single (it needs etcd)"},
+		{[]string{"run", "--scenario", "failover-loss", "--impl", "etcd", "--out", dir}, "scenario failover-loss: topology: etcd does not run on topology replicated:3"},
+		{[]string{"run", "--scenario", "restart-aof-always", "--impl", "etcd", "--persistence", "aof-always", "--out", dir}, "flag --persistence: "},
 		{[]string{"check", filepath.Join(dir, "missing")}, "load history"},
 	}
 	for _, c := range cases {

@@ -43,7 +43,7 @@ func TestCommandLineReparses(t *testing.T) {
 		{"detection", "--seeds", "10", "--parallel", "2", "--shrink", "--shrink-time", "30s", "--out", "out/detection", "--markdown", "BENCHMARKS.md"},
 		{"detection", "--shrink=false", "--class", "pause-past-ttl,check-then-set"},
 		{"detection", "--seeds", "0", "--fault-free=false", "--families", "all", "--claimed-pairs", "30"},
-		{"bench", "jobs", "--duration", "10m", "--impl", "setnx", "--on-taken", "retry", "--jitter", "5ms"},
+		{"bench", "jobs", "--duration", "10m", "--impl", "setnx", "--on-taken", "retry", "--jitter", "5ms", "--stall-rate", "0.1", "--stall-fail", "0"},
 		{"matrix", "--repeat", "3", "--parallel", "2", "--out", "out/my matrix", "--readme", "README.md", "--impl", "setnx,fenced"},
 	} {
 		root := newRoot()

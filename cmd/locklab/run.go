@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,12 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 			if err != nil {
 				return &statusError{exitError, err}
 			}
+			// Without --topology, --impl plays the plan where the matrix would; a --topology it
+			// cannot run on stays an error naming the flag, and external servers stay as given.
+			var move *plan.TopologyMove
+			if fs := cmd.Flags(); fs.Changed("impl") && !fs.Changed("topology") && !fs.Changed("external-lock") && base.External == nil {
+				base, move = base.OnImpl(reg, p.Impl)
+			}
 			pl, err := overlayFlags(cmd.Flags(), base, p, ttl, dur, work, think, retry, timeout, faultFlags)
 			if err != nil {
 				return &statusError{exitError, err}
@@ -74,6 +81,10 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 				if plans[i], err = pl.WithFencing(strings.TrimSpace(mode)).Resolve(reg); err != nil {
 					return &statusError{exitError, placeError(err, cmd.Flags(), source, planFile)}
 				}
+			}
+			if move != nil { // the first line says where the plan's topology came from
+				whose := cmp.Or(map[string]string{"defaults": "the default"}[source], strings.TrimPrefix(source, "scenario ")+"'s")
+				fmt.Fprintln(cmd.ErrOrStderr(), move.Header(whose, pl.Impl))
 			}
 			opts := runner.Options{CheckTimeout: checkTimeout, AllowDestructive: allowDestructive}
 			if backend != nil {
@@ -94,7 +105,7 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.StringVar(&planFile, "plan", "", "plan file (JSON) to start from")
 	f.StringVar(&scenario, "scenario", "", "catalog scenario to start from (see locklab list)")
 	f.StringVar(&p.Impl, "impl", p.Impl, "lock implementation (see locklab list)")
-	f.StringVar(&p.Topology, "topology", p.Topology, "Redis topology: single, or replicated[:N] (primary, N-1 replicas, three Sentinels)")
+	f.StringVar(&p.Topology, "topology", p.Topology, "lock service topology: single, nodes[:N], replicated[:N] (primary, N-1 replicas, three Sentinels) or etcd[:N] (default: the plan's, mapped as the matrix maps it when --impl cannot run on it)")
 	f.StringVar(&p.Backend, "backend", "", `what runs the servers: "process" (local redis-server processes, the default) or "docker" (containers of locklab/redis, built by make docker-image; DOCKER_HOST is honoured)`)
 	f.IntVar(&p.Clients, "clients", p.Clients, "concurrent clients")
 	f.IntVar(&p.Keys, "keys", p.Keys, "lock keys")
