@@ -142,8 +142,10 @@ SEEDS ?= 10
 detection: deps build
 	$(BIN) detection --seeds $(SEEDS) --parallel 2 --shrink --shrink-time 30s --out $(OUT)/detection --markdown BENCHMARKS.md
 
-# The double-processing experiment: a job queue without and with the write-up's lock, a
-# minute per phase (BENCH_JOBS_FLAGS="--duration 72h" for a soak), its table into the README.
+# The double-processing experiment: a job queue's re-deliveries while the lock is held and
+# after its release, without and with the write-up's lock and with the two fixes, 30 s per
+# phase, about five minutes (BENCH_JOBS_FLAGS="--duration 72h" for a soak), its table into
+# the README.
 BENCH_JOBS_FLAGS ?=
 bench-jobs: deps build
 	$(BIN) bench jobs --out $(OUT)/bench-jobs --markdown README.md $(BENCH_JOBS_FLAGS)

@@ -1,8 +1,11 @@
-// Package jobsbench is the double-processing experiment: a job queue on real Redis run
-// with the same load without and with a per-job lock, measured side by side (jobs run
-// twice, jobs lost, lock acquire latency, throughput), plus the same-key check. Every
-// phase is an ordinary plan (workload "jobs") run by the runner; the phases stream their
-// operations into counters, so that a run of days takes constant memory.
+// Package jobsbench is the double-processing experiment: a job queue on real Redis whose
+// jobs are re-delivered in each of two regimes, while the first run still holds the job's
+// lock (held) and after it released it (released), each run without a lock, with one, with
+// an idempotency record instead and with the lock held until the acknowledgement, measured
+// side by side (jobs run twice, jobs lost, lock acquire latency, throughput), plus the
+// same-key check. Every phase is an ordinary plan (workload "jobs") run by the runner; the
+// phases stream their operations into counters, so that a run of days takes constant
+// memory.
 package jobsbench
 
 import (
@@ -21,10 +24,12 @@ import (
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/workload"
 )
 
-// Options set the experiment. Defaults reproduce the published setting (4 workers, 1,200
-// jobs a minute, a 15 s lock TTL, jitter on the workers' links) at a duration of a minute.
+// Options set the experiment. Defaults are the published setting (4 workers, 1,200 jobs a
+// minute, a 15 s lock TTL, jitter on the workers' links) with stalls that outlast the
+// visibility timeout, at half a minute per phase.
 type Options struct {
 	Impl       string        // the per-job lock, by registry name
 	Workers    int           // concurrent workers
@@ -36,28 +41,53 @@ type Options struct {
 	Latency    time.Duration // added to each worker's link to the queue, both ways
 	Jitter     time.Duration // ± around Latency
 	OnTaken    string        // what a worker does with a job whose lock is taken: drop or retry
-	SameKey    int           // jobs of the same-key check (0: skip the check)
+	// StallRate is the share of jobs whose first run stalls past the visibility timeout:
+	// it waits until the queue re-delivered the job, then StallAfter more (plan
+	// jobs.stall). Where the stall falls makes the regime: in the job, its lock held
+	// (held), or between the release and the ack (released).
+	StallRate  float64
+	StallAfter time.Duration
+	StallFail  float64 // share of stalled runs that then fail, never acknowledged
+	SameKey    int     // jobs of the same-key check (0: skip the check)
 	Seed       int64
 	Out        string // one directory per phase: plan.json (replayable) and ledger.jsonl
 	Registry   *lockimpl.Registry
 	Progress   func(string) // nil: silent
 }
 
-// Defaults returns the published setting at a duration of a minute.
+// Defaults returns the published setting with its stalls, at half a minute per phase:
+// eight phases and the same-key check take about five minutes.
 func Defaults() Options {
 	return Options{
-		Impl: "seed-withlock", Workers: 4, PerMinute: 1200, Duration: time.Minute,
-		Work: 100 * time.Millisecond, TTL: 15 * time.Second, Visibility: 200 * time.Millisecond,
+		Impl: "seed-withlock", Workers: 4, PerMinute: 1200, Duration: 30 * time.Second,
+		Work: 100 * time.Millisecond, TTL: 15 * time.Second, Visibility: 500 * time.Millisecond,
 		Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond, OnTaken: "drop",
+		StallRate: 0.05, StallAfter: 300 * time.Millisecond, StallFail: 0.25,
 		SameKey: 100, Seed: 1, Out: "out/bench-jobs",
 	}
 }
 
+// The regimes of a re-delivery: where the stall that outlasts the visibility timeout falls.
+const (
+	Held     = "held"     // in the job, its lock held: the copy arrives while the first run holds the lock
+	Released = "released" // after the side effect and the release, before the ack: the copy arrives after the release
+)
+
+// The settings each regime runs with.
+const (
+	NoLock     = "no lock"
+	WithLock   = "with lock"          // released right after the side effect, as withLock does
+	Idempotent = "idempotency record" // written with the side effect, no lock
+	UntilAck   = "lock until ack"     // the lock released after the acknowledgement
+)
+
 // Phase is one run of the experiment, as measured from its operation stream.
 type Phase struct {
-	Name string    `json:"name"` // "no lock", "with lock", "same key"
-	Plan plan.Plan `json:"plan"`
-	Dir  string    `json:"dir"`
+	Name    string    `json:"name"`    // "held, no lock", …, "same key"
+	Regime  string    `json:"regime"`  // Held or Released; "" for the same-key check
+	Setting string    `json:"setting"` // NoLock, WithLock, Idempotent or UntilAck
+	Plan    plan.Plan `json:"plan"`
+	Dir     string    `json:"dir"`
 	// Jobs: enqueued for certain, run at least once, run twice or more, never run.
 	Enqueued   int64 `json:"enqueued"`
 	Ran        int64 `json:"ran"`
@@ -66,6 +96,8 @@ type Phase struct {
 	Effects    int64 `json:"effects"`     // side effects in the ledger, duplicates included
 	Skipped    int64 `json:"skipped"`     // deliveries skipped because the lock was taken
 	Redelivers int64 `json:"redelivered"` // deliveries the reaper took back
+	Failed     int64 `json:"failed"`      // stalled runs that failed before their side effect
+	Done       int64 `json:"done"`        // side effects the idempotency record refused: done already
 	// Acquire latency of granted locks, and how many were granted or refused.
 	Granted    int64         `json:"granted"`
 	Refused    int64         `json:"refused"`
@@ -86,21 +118,56 @@ func (p Phase) DuplicatePercent() float64 {
 	return 100 * float64(p.Duplicated) / float64(p.Ran)
 }
 
+// Regime is one regime's load under each setting.
+type Regime struct {
+	NoLock     Phase `json:"no_lock"`
+	WithLock   Phase `json:"with_lock"`
+	Idempotent Phase `json:"idempotent"`
+	UntilAck   Phase `json:"lock_until_ack"`
+}
+
+// Phase is the phase of a setting (NoLock, WithLock, Idempotent or UntilAck).
+func (r *Regime) Phase(setting string) *Phase {
+	switch setting {
+	case NoLock:
+		return &r.NoLock
+	case WithLock:
+		return &r.WithLock
+	case Idempotent:
+		return &r.Idempotent
+	case UntilAck:
+		return &r.UntilAck
+	}
+	return nil
+}
+
+// Settings are the settings every regime runs with, in the order they run.
+func Settings() []string { return []string{NoLock, WithLock, Idempotent, UntilAck} }
+
 // Result is the whole experiment.
 type Result struct {
 	Options  Options `json:"-"`
 	Started  time.Time
-	NoLock   Phase  `json:"no_lock"`
-	WithLock Phase  `json:"with_lock"`
+	Held     Regime `json:"held"`
+	Released Regime `json:"released"`
 	SameKey  *Phase `json:"same_key,omitempty"`
 }
 
-// ThroughputRatio is jobs per minute with the lock over without it.
+// Regime is the result of a regime (Held or Released).
+func (r *Result) Regime(name string) *Regime {
+	if name == Held {
+		return &r.Held
+	}
+	return &r.Released
+}
+
+// ThroughputRatio is jobs per minute with the lock over without it, in the released
+// regime: there every run takes the lock, as it does without stalls.
 func (r Result) ThroughputRatio() float64 {
-	if r.NoLock.PerMinute == 0 {
+	if r.Released.NoLock.PerMinute == 0 {
 		return 0
 	}
-	return r.WithLock.PerMinute / r.NoLock.PerMinute
+	return r.Released.WithLock.PerMinute / r.Released.NoLock.PerMinute
 }
 
 // Validate checks the options, naming the flag-like field that is wrong.
@@ -124,6 +191,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("visibility: must be positive, got %s", o.Visibility)
 	case o.OnTaken != "drop" && o.OnTaken != "retry":
 		return fmt.Errorf("on-taken: want drop or retry, got %q", o.OnTaken)
+	case o.StallRate < 0 || o.StallRate > 1:
+		return fmt.Errorf("stall-rate: want a share from 0 to 1, got %g", o.StallRate)
+	case o.StallAfter < 0:
+		return fmt.Errorf("stall-after: must not be negative, got %s", o.StallAfter)
+	case o.StallFail < 0 || o.StallFail > 1:
+		return fmt.Errorf("stall-fail: want a share from 0 to 1, got %g", o.StallFail)
 	case o.SameKey < 0:
 		return fmt.Errorf("same-key: must not be negative, got %d", o.SameKey)
 	case o.Registry == nil:
@@ -132,9 +205,17 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Plans are the experiment's phases as plans: without the lock, with it, and the same-key
-// check (nil when SameKey is 0). Each validates against the registry.
-func (o Options) Plans() (noLock, withLock plan.Plan, sameKey *plan.Plan, err error) {
+// PhasePlan is a phase of the experiment as a plan.
+type PhasePlan struct {
+	Regime, Setting string
+	Plan            plan.Plan
+}
+
+// Plans are the experiment's phases as plans, each regime under each setting (regime by
+// regime, in the order of Settings), and the same-key check (nil when SameKey is 0). The
+// regimes and settings differ only in the plans' jobs fields: where the stall falls
+// (jobs.stall.at), lock, idempotent and release. Each validates against the registry.
+func (o Options) Plans() (phases []PhasePlan, sameKey *plan.Plan, err error) {
 	base := plan.Default()
 	base.Impl = o.Impl
 	base.Workload = plan.WorkloadJobs
@@ -148,18 +229,31 @@ func (o Options) Plans() (noLock, withLock plan.Plan, sameKey *plan.Plan, err er
 		base.Faults = []plan.FaultSpec{{Kind: "net-latency", At: plan.D(0), Duration: plan.D(o.Duration),
 			Target: "client:*->store", Latency: plan.D(o.Latency), Jitter: plan.D(o.Jitter)}}
 	}
-	jobs := plan.JobsSpec{Rate: o.PerMinute / 60, Visibility: plan.D(o.Visibility)}
-	noLock = base
-	noLock.Name = "jobs-no-lock"
-	noLock.Jobs = &jobs
-	withLock = base
-	withLock.Name = "jobs-with-lock"
-	locked := jobs
-	locked.Lock, locked.OnTaken = true, o.OnTaken
-	withLock.Jobs = &locked
-	for _, p := range []plan.Plan{noLock, withLock} {
-		if err := p.Validate(o.Registry); err != nil {
-			return plan.Plan{}, plan.Plan{}, nil, err
+	for _, regime := range []string{Held, Released} {
+		at := workload.BeforeWrite
+		if regime == Released {
+			at = workload.BeforeAck
+		}
+		for _, setting := range Settings() {
+			p := base
+			p.Name = "jobs-" + regime + "-" + map[string]string{NoLock: "no-lock", WithLock: "with-lock", Idempotent: "idempotent", UntilAck: "until-ack"}[setting]
+			j := plan.JobsSpec{Rate: o.PerMinute / 60, Visibility: plan.D(o.Visibility)}
+			if o.StallRate > 0 {
+				j.Stall = &plan.StallSpec{Rate: o.StallRate, At: at, After: plan.D(o.StallAfter), Fail: o.StallFail}
+			}
+			switch setting {
+			case WithLock:
+				j.Lock, j.OnTaken = true, o.OnTaken
+			case Idempotent:
+				j.Idempotent = true
+			case UntilAck:
+				j.Lock, j.OnTaken, j.Release = true, o.OnTaken, plan.ReleaseAfterAck
+			}
+			p.Jobs = &j
+			if err := p.Validate(o.Registry); err != nil {
+				return nil, nil, err
+			}
+			phases = append(phases, PhasePlan{Regime: regime, Setting: setting, Plan: p})
 		}
 	}
 	if o.SameKey > 0 {
@@ -173,11 +267,11 @@ func (o Options) Plans() (noLock, withLock plan.Plan, sameKey *plan.Plan, err er
 		s.TTL = plan.D(max(o.TTL, 2*s.Work.D()))
 		s.Jobs = &plan.JobsSpec{Count: o.SameKey, SameKey: true, Visibility: plan.D(max(o.Visibility, 2*s.TTL.D())), Lock: true, OnTaken: "drop"}
 		if err := s.Validate(o.Registry); err != nil {
-			return plan.Plan{}, plan.Plan{}, nil, err
+			return nil, nil, err
 		}
 		sameKey = &s
 	}
-	return noLock, withLock, sameKey, nil
+	return phases, sameKey, nil
 }
 
 // Run runs the phases one after the other on fresh servers.
@@ -185,32 +279,37 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := o.Validate(); err != nil {
 		return Result{}, fmt.Errorf("bench jobs: %w", err)
 	}
-	noLock, withLock, sameKey, err := o.Plans()
+	phases, sameKey, err := o.Plans()
 	if err != nil {
 		return Result{}, fmt.Errorf("bench jobs: %w", err)
 	}
 	res := Result{Options: o, Started: time.Now().UTC()}
-	phases := []struct {
-		name string
-		p    plan.Plan
-		out  *Phase
-	}{{"no lock", noLock, &res.NoLock}, {"with lock", withLock, &res.WithLock}}
+	type run struct {
+		regime, setting string
+		p               plan.Plan
+		out             *Phase
+	}
+	var runs []run
+	for _, ph := range phases {
+		runs = append(runs, run{ph.Regime, ph.Setting, ph.Plan, res.Regime(ph.Regime).Phase(ph.Setting)})
+	}
 	if sameKey != nil {
 		res.SameKey = &Phase{}
-		phases = append(phases, struct {
-			name string
-			p    plan.Plan
-			out  *Phase
-		}{"same key", *sameKey, res.SameKey})
+		runs = append(runs, run{"", "", *sameKey, res.SameKey})
 	}
-	for _, ph := range phases {
-		if o.Progress != nil {
-			o.Progress(fmt.Sprintf("%s: %s, %d workers, %g jobs a minute for %s", ph.name, ph.p.Impl, ph.p.Clients, ph.p.Jobs.Rate*60, ph.p.Duration.D()))
+	for i, r := range runs {
+		name := r.regime + ", " + r.setting
+		if r.regime == "" {
+			name = "same key"
 		}
-		got, err := runPhase(ctx, o, ph.name, ph.p)
-		*ph.out = got
+		if o.Progress != nil {
+			o.Progress(fmt.Sprintf("[%d/%d] %s: %s, %d workers, %g jobs a minute for %s", i+1, len(runs), name, r.p.Impl, r.p.Clients, r.p.Jobs.Rate*60, r.p.Duration.D()))
+		}
+		got, err := runPhase(ctx, o, name, r.p)
+		got.Regime, got.Setting = r.regime, r.setting
+		*r.out = got
 		if err != nil {
-			return res, fmt.Errorf("bench jobs: phase %s: %w", ph.name, err)
+			return res, fmt.Errorf("bench jobs: phase %s: %w", name, err)
 		}
 	}
 	return res, nil
@@ -253,16 +352,23 @@ const LedgerFile = "ledger.jsonl"
 
 // meter counts a phase's operations as they stream by, in constant memory.
 type meter struct {
-	mu      sync.Mutex
-	w       *bufio.Writer
-	enc     *json.Encoder
-	werr    error
-	window  int64 // ns: the end of enqueuing
+	mu     sync.Mutex
+	w      *bufio.Writer
+	enc    *json.Encoder
+	werr   error
+	window int64 // ns: how long jobs are enqueued
+	// start is the call of the first enqueue, where the plan's clock starts: the history's
+	// base comes earlier, before the lock clients were started (seconds for subprocess
+	// clients on a loaded machine), and must not eat into the window.
+	start   int64
+	started bool
 	enq     int64
 	ran     int64 // jobs in the read-back with at least one effect
 	dup     int64
 	effects int64
 	first   int64 // first effects of a job within the window
+	failed  int64
+	done    int64
 	skipped int64
 	redeliv int64
 	refused int64
@@ -282,6 +388,9 @@ func (m *meter) observe(op histories.Op) {
 		if op.Outcome == histories.OK {
 			m.enq++
 		}
+		if !m.started || op.Call < m.start {
+			m.start, m.started = op.Call, true
+		}
 	case histories.Skip:
 		m.skipped++
 	case histories.Redeliver:
@@ -294,8 +403,13 @@ func (m *meter) observe(op histories.Op) {
 			m.refused++
 		}
 	case histories.Effect:
-		if op.Outcome == histories.OK && op.Output.Value == 1 && op.Return <= m.window {
+		switch {
+		case op.Outcome == histories.OK && op.Output.Value == 1 && op.Return-m.start <= m.window:
 			m.first++
+		case op.Outcome == histories.Fail && op.Output.Error == workload.ErrJobFailed.Error():
+			m.failed++
+		case op.Outcome == histories.Fail && op.Output.Error == workload.ErrAlreadyDone.Error():
+			m.done++
 		}
 		m.write(op)
 	case histories.Tally:
@@ -330,7 +444,7 @@ func (m *meter) fill(ph *Phase) {
 	defer m.mu.Unlock()
 	ph.Enqueued, ph.Ran, ph.Duplicated, ph.Effects = m.enq, m.ran, m.dup, m.effects
 	ph.Lost = max(0, m.enq-m.ran)
-	ph.Skipped, ph.Redelivers = m.skipped, m.redeliv
+	ph.Skipped, ph.Redelivers, ph.Failed, ph.Done = m.skipped, m.redeliv, m.failed, m.done
 	ph.Granted, ph.Refused = m.lat.n, m.refused
 	ph.AcquireP50, ph.AcquireP99 = m.lat.quantile(0.50), m.lat.quantile(0.99)
 	if m.window > 0 {

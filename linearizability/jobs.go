@@ -169,7 +169,7 @@ func trailStory(h histories.History, t *jobTrail) string {
 			case histories.OK:
 				s = fmt.Sprintf("run by %s at %s (effect #%d in the ledger)", who, at, op.Output.Value)
 			case histories.Fail:
-				s = fmt.Sprintf("refused to %s at %s (%s)", who, at, op.Output.Error)
+				s = fmt.Sprintf("no effect by %s at %s (%s)", who, at, op.Output.Error) // refused by the ledger, or the run failed
 			default:
 				s = fmt.Sprintf("run by %s from %.3f s with unknown outcome (%s)", who, float64(op.Call)/1e9, op.Output.Error)
 			}

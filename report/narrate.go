@@ -191,7 +191,7 @@ func describe(op histories.Op) string {
 		case histories.OK:
 			return fmt.Sprintf("%s runs job %s: its side effect #%d in the ledger", who, op.Key, op.Output.Value)
 		case histories.Fail:
-			return fmt.Sprintf("%s runs job %s, but the ledger refuses it (%s)", who, op.Key, op.Output.Error)
+			return fmt.Sprintf("%s runs job %s, with no side effect (%s)", who, op.Key, op.Output.Error) // refused by the ledger, or the run failed
 		}
 		return fmt.Sprintf("%s runs job %s: outcome unknown (%s)", who, op.Key, op.Output.Error)
 	case histories.Ack:

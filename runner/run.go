@@ -473,9 +473,14 @@ func buildLockers(lockers []lockimpl.Locker, build func(client int) (lockimpl.Lo
 
 // hardDeadline is how long a run may take from the start of its clock: room for the
 // longest fault to end (a failover's promotion too) and for clients to finish (grace; 0: 10 s).
+// Job-queue workers drain the queue first, and a job stalled past its visibility timeout
+// comes back only after it: the stall and two visibility timeouts more.
 func hardDeadline(p plan.Plan, fs []*faults.Planned, grace time.Duration) time.Duration {
 	if grace == 0 {
 		grace = 10 * time.Second
+	}
+	if j := p.Jobs; j != nil && p.Workload == plan.WorkloadJobs && j.Stall != nil {
+		grace += 2*j.Visibility.D() + j.Stall.After.D()
 	}
 	hard := p.Duration.D() + grace
 	for _, f := range fs {

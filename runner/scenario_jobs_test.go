@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/workload"
 
 	lin "github.com/locklab/locklab/linearizability"
 )
@@ -101,6 +104,89 @@ func TestJobsSameKey(t *testing.T) {
 			}
 			if ran != 1 || skipped != 99 {
 				t.Errorf("%d jobs ran and %d were skipped, want 1 and 99", ran, skipped)
+			}
+		})
+	}
+}
+
+// TestJobsRedeliveryRegimes: the two regimes of a re-delivery, made by construction. Four
+// jobs at once, twice as many workers as jobs, and every job's first run stalls until the
+// queue has re-delivered it (its 200 ms visibility timeout) and 1 s more: during the job
+// with its lock held (before-write), or after its side effect and the release
+// (before-ack). The re-delivered copy never stalls. What each setting gives follows from
+// the order the stall imposes; the only timing left is an idle worker taking the copy and
+// asking for its lock within that second.
+func TestJobsRedeliveryRegimes(t *testing.T) {
+	const jobs = 4
+	cases := []struct {
+		name    string
+		at      string // where the first run stalls
+		edit    func(*plan.JobsSpec)
+		want    verdicts
+		effects int  // ok side effects per job: each job's count in the ledger
+		atLeast bool // effects is a floor: a copy may itself outlast its visibility timeout on a slow machine
+		skipped bool // every job's copy is skipped
+		failed  bool // every first run fails after its stall
+	}{
+		// (a) The copy arrives while the first run holds the lock: without one it runs too;
+		// with one it is skipped, and the job runs once.
+		{"held/no-lock", "before-write", nil, verdicts{lin.P4: lin.Illegal, lin.P5: lin.OK}, 2, true, false, false},
+		{"held/lock", "before-write", func(j *plan.JobsSpec) { j.Lock = true }, verdicts{lin.P1: lin.OK, lin.P4: lin.OK, lin.P5: lin.OK}, 1, false, true, false},
+		// The skipped copy was acknowledged; the first run then fails: nobody runs the job.
+		{"held/lock-first-fails", "before-write", func(j *plan.JobsSpec) { j.Lock, j.Stall.Fail = true, 1 },
+			verdicts{lin.P1: lin.OK, lin.P4: lin.OK, lin.P5: lin.Illegal}, 0, false, true, true},
+		// The idempotency record alone: the copy runs, and the first run's late effect is refused.
+		{"held/idempotent", "before-write", func(j *plan.JobsSpec) { j.Idempotent = true }, verdicts{lin.P4: lin.OK, lin.P5: lin.OK}, 1, false, false, false},
+		// (b) The copy arrives after the first run released the lock: the lock cannot help.
+		{"released/lock", "before-ack", func(j *plan.JobsSpec) { j.Lock = true }, verdicts{lin.P1: lin.OK, lin.P4: lin.Illegal, lin.P5: lin.OK}, 2, true, false, false},
+		// Held until the ack, the lock is there when the copy comes: skipped.
+		{"released/lock-until-ack", "before-ack", func(j *plan.JobsSpec) { j.Lock, j.Release = true, plan.ReleaseAfterAck },
+			verdicts{lin.P1: lin.OK, lin.P4: lin.OK, lin.P5: lin.OK}, 1, false, true, false},
+		{"released/idempotent", "before-ack", func(j *plan.JobsSpec) { j.Idempotent = true }, verdicts{lin.P4: lin.OK, lin.P5: lin.OK}, 1, false, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := plan.Default()
+			p.Name, p.Impl, p.Clients = "jobs-regime", "setnx", 2*jobs
+			p.TTL, p.Duration, p.Work = plan.D(10*time.Second), plan.D(300*time.Millisecond), plan.D(20*time.Millisecond)
+			p.Workload = plan.WorkloadJobs
+			p.Jobs = &plan.JobsSpec{Count: jobs, Visibility: plan.D(200 * time.Millisecond),
+				Stall: &plan.StallSpec{Rate: 1, At: c.at, After: plan.D(time.Second)}}
+			if c.edit != nil {
+				c.edit(p.Jobs)
+			}
+			rep := runPlan(t, nil, p)
+			assertVerdicts(t, rep, c.want)
+			h, err := histories.Load(rep.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tally, skipped, failed := map[string]int64{}, map[string]int{}, 0
+			for _, op := range h.Ops {
+				switch {
+				case op.Kind == histories.Tally && op.Key != histories.TallyEnd:
+					tally[op.Key] = op.Output.Value
+				case op.Kind == histories.Skip:
+					skipped[op.Key]++
+				case op.Kind == histories.Effect && op.Output.Error == workload.ErrJobFailed.Error():
+					failed++
+				}
+			}
+			for i := range jobs {
+				name := "j" + strconv.Itoa(i)
+				if n := tally[name]; n != int64(c.effects) && (!c.atLeast || n < int64(c.effects)) {
+					t.Errorf("job %s has %d side effects in the ledger, want %d", name, n, c.effects)
+				}
+				if c.skipped && skipped[name] == 0 {
+					t.Errorf("job %s's copy was never skipped", name)
+				}
+				if !c.skipped && skipped[name] != 0 {
+					t.Errorf("job %s skipped %d times, want none", name, skipped[name])
+				}
+			}
+			if want := map[bool]int{true: jobs}[c.failed]; failed != want {
+				t.Errorf("%d runs failed after their stall, want %d", failed, want)
 			}
 		})
 	}

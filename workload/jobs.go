@@ -37,10 +37,44 @@ type Jobs struct {
 	// Idempotent writes an idempotency record atomically with the side effect: a job whose
 	// record exists is not run again. The fix that holds where a lock cannot.
 	Idempotent bool
+	// ReleaseAfterAck holds each job's lock until its acknowledgement (the worker
+	// acknowledges, then releases) instead of releasing it right after the side effect.
+	ReleaseAfterAck bool
+	// Stall, when set, makes a share of the jobs' first runs stall past their visibility
+	// timeout, so that the queue re-delivers them while they run.
+	Stall *Stall
 	// QueueAddr is the queue's server as the reaper and the producer reach it (not through
 	// any client's link: faults act on workers, not on the queue's own bookkeeping).
 	QueueAddr string
 }
+
+// Stall is a stall that outlasts a job's visibility timeout (a GC pause, a slow downstream
+// call, a blocked event loop), striking a share of the jobs' first runs at a point of the
+// run: the run waits there until the queue has re-delivered its job, and then After more.
+// Waiting for the re-delivery, not for a fixed time, makes the stall outlast the
+// visibility timeout however late the reaper comes. Only first runs stall, so that each
+// stall makes one re-delivery and its copy runs like any job.
+type Stall struct {
+	Rate float64 // share of first runs that stall, 0 to 1
+	// At is where: BeforeWrite (during the job, its lock held) or BeforeAck (after the side
+	// effect and, unless ReleaseAfterAck, after the release).
+	At    string
+	After time.Duration // how long the run stalls on once its job was re-delivered
+	// Fail is the share of stalled runs that then fail: at BeforeWrite with no side effect
+	// (recorded as an effect that failed, ErrJobFailed), at BeforeAck after it; either way
+	// the worker releases its lock, as a handler's exception would, and never acknowledges.
+	Fail float64
+}
+
+// The errors of a job-queue worker's effect that did not happen: the run failed after its
+// stall, or the idempotency record says the job was done already.
+var (
+	ErrJobFailed   = errors.New("the job failed after its stall, before its side effect")
+	ErrAlreadyDone = errors.New("already done: the idempotency record exists")
+)
+
+// StallPoints are the points a Stall can strike at.
+func StallPoints() []string { return []string{BeforeWrite, BeforeAck} }
 
 // JobsClient is the client number of the producer and the reaper in a history: one past
 // the last worker.
@@ -56,6 +90,16 @@ func (j *Jobs) validate() error {
 		return fmt.Errorf("jobs: on_taken must be %s or %s, got %q", OnTakenDrop, OnTakenRetry, j.OnTaken)
 	case j.QueueAddr == "":
 		return errors.New("jobs: no queue address")
+	}
+	if st := j.Stall; st != nil {
+		switch {
+		case st.Rate < 0 || st.Rate > 1 || st.Fail < 0 || st.Fail > 1:
+			return fmt.Errorf("jobs: stall rate and fail must be shares from 0 to 1, got %g and %g", st.Rate, st.Fail)
+		case st.At != BeforeWrite && st.At != BeforeAck:
+			return fmt.Errorf("jobs: a stall strikes at %s or %s, not %q", BeforeWrite, BeforeAck, st.At)
+		case st.After < 0:
+			return fmt.Errorf("jobs: stall after must not be negative, got %s", st.After)
+		}
 	}
 	return nil
 }
@@ -74,12 +118,14 @@ func newQueueKeys(ns string) queueKeys {
 
 func (k queueKeys) proc(worker int) string { return k.procPrefix + strconv.Itoa(worker) }
 
-// A job travels as "name|lock key". In the in-flight set it is "worker|name|lock key".
+// A job travels as "name|lock key", and once re-delivered as "name|lock key|r", so that a
+// worker can tell a first run from a re-run. In the in-flight set it is "worker|payload".
 func jobPayload(name, lockKey string) string { return name + "|" + lockKey }
 
-func splitPayload(p string) (name, lockKey string) {
-	name, lockKey, _ = strings.Cut(p, "|")
-	return name, lockKey
+func splitPayload(p string) (name, lockKey string, redelivered bool) {
+	name, rest, _ := strings.Cut(p, "|")
+	lockKey, mark, _ := strings.Cut(rest, "|")
+	return name, lockKey, mark == "r"
 }
 
 var (
@@ -124,7 +170,9 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT'
   local sep = string.find(m, '|', 1, true)
   local w, p = string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
   if redis.call('LREM', ARGV[3] .. w, 1, p) > 0 then
-    redis.call('RPUSH', KEYS[1], p)
+    local again = p
+    if string.sub(p, -2) ~= '|r' then again = p .. '|r' end
+    redis.call('RPUSH', KEYS[1], again)
     table.insert(out, m)
   end
 end
@@ -258,7 +306,7 @@ func (q *jobQueue) reap(ctx context.Context, produced <-chan struct{}) {
 		for _, m := range res[1:] {
 			member, _ := m.(string)
 			w, payload, _ := strings.Cut(member, "|")
-			name, _ := splitPayload(payload)
+			name, _, _ := splitPayload(payload)
 			worker, _ := strconv.Atoi(w)
 			s.Record(histories.Redeliver, name, histories.Input{}, histories.Output{Value: int64(worker)}, histories.OK, now)
 		}
@@ -323,22 +371,29 @@ func (c *client) work(ctx context.Context, q *jobQueue) {
 			c.sleep(ctx, c.jitter(c.cfg.Retry))
 			continue
 		}
-		name, lockKey := splitPayload(payload)
+		name, lockKey, redelivered := splitPayload(payload)
 		c.rec.Record(histories.Deliver, name, histories.Input{}, histories.Output{}, histories.OK, call)
 		member := strconv.Itoa(c.id) + "|" + payload
 		opCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		_ = stampScript.Run(opCtx, c.queue, []string{q.keys.inflight}, member, (c.rec.Now()+int64(q.cfg.Jobs.Visibility))/1e6).Err()
 		cancel()
-		if crashed := c.runJob(ctx, q, name, lockKey, payload, member); crashed {
+		if crashed := c.runJob(ctx, q, job{name, lockKey, payload, member, redelivered}); crashed {
 			c.die()
 			return
 		}
 	}
 }
 
+// job is one delivery of a job, as a worker took it off the queue.
+type job struct {
+	name, lockKey, payload, member string
+	redelivered                    bool // not the job's first run
+}
+
 // runJob runs one delivered job and acknowledges it; it reports a crash.
-func (c *client) runJob(ctx context.Context, q *jobQueue, name, lockKey, payload, member string) (crashed bool) {
+func (c *client) runJob(ctx context.Context, q *jobQueue, jb job) (crashed bool) {
 	j := c.cfg.Jobs
+	name, lockKey := jb.name, jb.lockKey
 	var lease lockimpl.Lease
 	if j.Lock {
 		var outcome histories.Outcome
@@ -351,9 +406,18 @@ func (c *client) runJob(ctx context.Context, q *jobQueue, name, lockKey, payload
 			now := c.rec.Now()
 			c.rec.Record(histories.Skip, name, histories.Input{}, histories.Output{Error: "lock " + lockKey + " " + string(outcome)}, histories.OK, now)
 			if j.OnTaken == OnTakenDrop {
-				c.ack(ctx, q, name, payload, member)
+				c.ack(ctx, q, jb)
 			}
 			return false
+		}
+	}
+	// Both drawn for every first run that gets this far, so that a worker's later draws do
+	// not depend on which of its runs stalled.
+	stallAt, fails := "", false
+	if st := j.Stall; st != nil && !jb.redelivered {
+		stall, fail := c.rng.Float64() < st.Rate, c.rng.Float64() < st.Fail
+		if stall {
+			stallAt, fails = st.At, fail
 		}
 	}
 	// Hooks name the lock key: a crash there ends the belief in that lock.
@@ -361,6 +425,14 @@ func (c *client) runJob(ctx context.Context, q *jobQueue, name, lockKey, payload
 		return true
 	}
 	c.sleep(ctx, c.jitter(c.cfg.Work))
+	if stallAt == BeforeWrite {
+		c.stallPastVisibility(ctx, q, jb)
+		if fails {
+			now := c.rec.Now()
+			c.rec.Record(histories.Effect, name, histories.Input{}, histories.Output{Error: ErrJobFailed.Error()}, histories.Fail, now)
+			return j.Lock && c.release(ctx, lease)
+		}
+	}
 	if c.hook(ctx, lockKey, BeforeWrite) {
 		return true
 	}
@@ -382,38 +454,64 @@ func (c *client) runJob(ctx context.Context, q *jobQueue, name, lockKey, payload
 	case n == -1:
 		out.Error, outcome = ErrRejected.Error(), histories.Fail
 	case n == -2:
-		out.Error, outcome = "already done: the idempotency record exists", histories.Fail
+		out.Error, outcome = ErrAlreadyDone.Error(), histories.Fail
 	default:
 		out.Value = n
 	}
 	c.rec.Record(histories.Effect, name, histories.Input{Fence: fence}, out, outcome, call)
-	if j.Lock {
+	holding := j.Lock
+	if holding && !j.ReleaseAfterAck {
 		if crashed := c.release(ctx, lease); crashed {
 			return true
+		}
+		holding = false
+	}
+	if stallAt == BeforeAck {
+		c.stallPastVisibility(ctx, q, jb)
+		if fails { // after its side effect, before its ack: the job is never acknowledged
+			return holding && c.release(ctx, lease)
 		}
 	}
 	if c.hook(ctx, lockKey, BeforeAck) {
 		return true
 	}
-	c.ack(ctx, q, name, payload, member)
-	return false
+	c.ack(ctx, q, jb)
+	return holding && c.release(ctx, lease)
+}
+
+// stallPastVisibility is a stall of the run of jb (Jobs.Stall): it lasts until the queue
+// has re-delivered the job (it left this worker's processing list), then Stall.After more.
+// The checks go over the worker's own link to the queue and are not recorded.
+func (c *client) stallPastVisibility(ctx context.Context, q *jobQueue, jb job) {
+	list := q.keys.proc(c.id)
+	poll := max(c.cfg.Jobs.Visibility/20, 5*time.Millisecond)
+	for ctx.Err() == nil {
+		opCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+		_, err := c.queue.LPos(opCtx, list, jb.payload, redis.LPosArgs{}).Result()
+		cancel()
+		if errors.Is(err, redis.Nil) {
+			break // re-delivered: no longer in this worker's list
+		}
+		c.sleep(ctx, poll)
+	}
+	c.sleep(ctx, c.cfg.Jobs.Stall.After)
 }
 
 // ack removes the job from the worker's processing list. Fail: it was no longer there,
 // because the reaper had re-delivered it.
-func (c *client) ack(ctx context.Context, q *jobQueue, name, payload, member string) {
+func (c *client) ack(ctx context.Context, q *jobQueue, jb job) {
 	if ctx.Err() != nil {
 		return
 	}
 	opCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	call := c.rec.Now()
-	n, err := ackScript.Run(opCtx, c.queue, []string{q.keys.proc(c.id), q.keys.inflight}, payload, member).Int64()
+	n, err := ackScript.Run(opCtx, c.queue, []string{q.keys.proc(c.id), q.keys.inflight}, jb.payload, jb.member).Int64()
 	cancel()
 	out, outcome := errOutput(err), outcomeOf(err)
 	if err == nil && n == 0 {
 		out.Error, outcome = "no longer in the processing list: re-delivered", histories.Fail
 	}
-	c.rec.Record(histories.Ack, name, histories.Input{}, out, outcome, call)
+	c.rec.Record(histories.Ack, jb.name, histories.Input{}, out, outcome, call)
 }
 
 func boolArg(b bool) string {

@@ -28,7 +28,8 @@ const (
 	BeforeWrite  = "before-write"  // after the validity check, right before the write: Kleppmann's pause
 	InRelease    = "in-release"    // the release has been issued but not yet sent
 	// BeforeAck is a job-queue worker's point after the job ran (and its lock was
-	// released), right before it acknowledges the job.
+	// released, unless Jobs.ReleaseAfterAck holds it until the ack), right before it
+	// acknowledges the job.
 	BeforeAck = "before-ack"
 	// BeforeAcquire is where a client is about to begin its next acquire (a job-queue
 	// worker: to take its next job, which it runs under its lock). It is none of Points or
@@ -39,7 +40,8 @@ const (
 
 // Points lists the client's own points, in the order it reaches them. A job-queue
 // worker reaches AfterAcquire (after the grant, or the delivery without a lock),
-// BeforeWrite (before the side effect), InRelease, then BeforeAck.
+// BeforeWrite (before the side effect), InRelease, then BeforeAck (with
+// Jobs.ReleaseAfterAck, BeforeAck before InRelease).
 func Points() []string { return []string{AfterAcquire, BeforeWrite, InRelease} }
 
 // JobPoints lists a job-queue worker's points, in the order it reaches them.

@@ -35,26 +35,18 @@ func newBenchJobsCmd() *cobra.Command {
 	var markdown string
 	cmd := &cobra.Command{
 		Use:   "jobs",
-		Short: "The double-processing experiment: a job queue without and with a per-job lock, side by side",
-		Long: `Jobs runs a Redis job queue (workers take jobs with BLMOVE; a reaper re-delivers a
-job whose visibility timeout expired; each job's side effect is counted in a ledger)
-twice with the same load: without a lock, then with a per-job lock (--impl) that skips a
-job whose lock is taken. Then the same-key check: --same-key jobs that share one lock
-key, pushed at once. It prints the published numbers beside the measured ones: jobs run
-twice or more, jobs lost, lock acquire latency, throughput both ways and their ratio,
-and how many same-key jobs ran and were skipped.
-
-Each phase is a plan (plan.json under --out, replayable with locklab run --plan, where
-the checkers judge P4 at most once and P5 at least once) and streams its ledger to
-ledger.jsonl, keeping counters only: a --duration of days runs in constant memory.
-
-With --markdown FILE the table replaces what is between the lines
-` + jobsBegin + ` and ` + jobsEnd + ` in FILE.
-
-Exit status: 0 the experiment ran (duplicates are its findings), 2 an error or an
-interruption.`,
+		Short: "The double-processing experiment: a job queue whose jobs are re-delivered while their lock is held and after its release, without and with a lock and with the two fixes",
+		Long: `Jobs runs a Redis job queue (BLMOVE workers, a reaper that re-delivers a job past its
+visibility timeout, a ledger of side effects) where --stall-rate of the jobs' first runs
+stall until re-delivered, in two regimes: held (the stall in the job, its lock held: the
+write-up's case) and released (after the release, before the ack). Each runs without a
+lock, with --impl, with an idempotency record instead and with the lock held until the
+ack; then the same-key check. Every phase is a plan (plan.json under --out, replayable
+with locklab run --plan) streamed into counters and ledger.jsonl, in constant memory.
+--markdown FILE puts the table between ` + jobsBegin + ` and ` + jobsEnd + ` in FILE.
+Exit status: 0 the experiment ran (duplicates are its findings), 2 an error or an interruption.`,
 		Example: `  locklab bench jobs
-  locklab bench jobs --duration 10m --impl setnx --on-taken retry
+  locklab bench jobs --duration 10m --impl setnx --on-taken retry --stall-fail 0
   locklab bench jobs --duration 72h --out out/soak`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -105,13 +97,16 @@ interruption.`,
 	f.StringVar(&o.Impl, "impl", o.Impl, "the per-job lock (see locklab list)")
 	f.IntVar(&o.Workers, "workers", o.Workers, "concurrent workers")
 	f.Float64Var(&o.PerMinute, "rate", o.PerMinute, "jobs enqueued per minute")
-	f.DurationVar(&o.Duration, "duration", o.Duration, "how long jobs are enqueued, per phase")
+	f.DurationVar(&o.Duration, "duration", o.Duration, "how long jobs are enqueued, per phase (eight phases and the same-key check)")
 	f.DurationVar(&o.Work, "work", o.Work, "each job's processing time (jittered ±50%)")
 	f.DurationVar(&o.TTL, "ttl", o.TTL, "the lock's lease")
 	f.DurationVar(&o.Visibility, "visibility", o.Visibility, "a job not acknowledged within it is re-delivered")
 	f.DurationVar(&o.Latency, "latency", o.Latency, "network latency added to each worker's link to the queue, both ways")
 	f.DurationVar(&o.Jitter, "jitter", o.Jitter, "± around --latency (network jitter)")
 	f.StringVar(&o.OnTaken, "on-taken", o.OnTaken, "a job whose lock is taken: drop (acknowledge it, as the write-up's withLock) or retry (the reaper re-delivers it)")
+	f.Float64Var(&o.StallRate, "stall-rate", o.StallRate, "share (0-1) of the jobs whose first run stalls past the visibility timeout (in the job: held; before the ack: released)")
+	f.DurationVar(&o.StallAfter, "stall-after", o.StallAfter, "how long a stalled run stalls on after the queue re-delivered its job")
+	f.Float64Var(&o.StallFail, "stall-fail", o.StallFail, "share (0-1) of the stalled runs that then fail, never acknowledging the job")
 	f.IntVar(&o.SameKey, "same-key", o.SameKey, "jobs of the same-key check, pushed at once with one lock key (0: skip the check)")
 	f.Int64Var(&o.Seed, "seed", o.Seed, "seed of the plans")
 	f.StringVar(&o.Out, "out", o.Out, "output directory")
