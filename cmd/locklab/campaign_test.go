@@ -55,6 +55,8 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"bench", "jobs", "--workers", "0", "--out", dir}, "flag --workers: want at least 1"},
 		{[]string{"bench", "jobs", "--impl", "nope", "--out", dir}, `flag --impl: unknown lock implementation "nope"`},
 		{[]string{"bench", "jobs", "--on-taken", "later", "--out", dir}, `flag --on-taken: want drop or retry`},
+		{[]string{"bench", "jobs", "--stall-rate", "2", "--out", dir}, "flag --stall-rate: want a share from 0 to 1, got 2"},
+		{[]string{"bench", "jobs", "--stall-after", "-1s", "--out", dir}, "flag --stall-after: must not be negative"},
 		{[]string{"bench", "jobs", "--markdown", missing, "--out", dir}, "flag --markdown:"},
 	} {
 		code, _, stderr := locklab(t, c.args...)
