@@ -140,8 +140,8 @@ const pageLayout = `{{define "head"}}<!DOCTYPE html>
 // pages holds every index's template; each is executed by name.
 var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 	"md":    inlineMarkdown,
-	"style": func() template.CSS { return template.CSS(pageStyle) },
-}).Parse(pageLayout + matrixIndexPage + campaignIndexPage + detectionIndexPage + demoPage))
+	"style": func() template.CSS { return template.CSS(pageStyle + assessStyle) },
+}).Parse(pageLayout + matrixIndexPage + campaignIndexPage + detectionIndexPage + demoPage + assessPage))
 
 // renderPage executes the named page template on data.
 func renderPage(name string, data any) ([]byte, error) {

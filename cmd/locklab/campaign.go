@@ -129,13 +129,13 @@ found its class is never inconclusive).`,
 			o.Seed = seed
 			w := cmd.ErrOrStderr()
 			fmt.Fprintf(w, "campaign seed %d (rerun with --seed %d), shard %s, output %s\n", seed, seed, o.Shard, o.Out)
-			o.Progress = campaignProgress(w, campaignTTY(w))
+			o.Progress = campaignProgress(w, isTerminal(w))
 			o.Render = report.WriteCampaign
 			sum, err := campaign.Search(cmd.Context(), o)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			if campaignTTY(w) {
+			if isTerminal(w) {
 				fmt.Fprint(w, "\r\033[K")
 			}
 			report.CampaignText(cmd.OutOrStdout(), o.Out, sum)
@@ -255,8 +255,8 @@ func campaignStatus(s *campaign.Summary, failOnFindings bool) error {
 	return nil
 }
 
-// isTerminal reports whether w is a terminal, where the progress line redraws itself.
-func campaignTTY(w io.Writer) bool {
+// isTerminal reports whether w is a terminal, where a progress line redraws itself.
+func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -28,8 +28,12 @@ const maxLines = 2100
 // plan's clock that leaves out the time triggers held clients; the client gates went to
 // faults/gates) owes its network faults (network.go, partition.go) a package of their own. campaign (2,128 lines: generators,
 // the search with confirmation, shrinking and the failures waiting for one, summaries)
-// owes its summaries a package of their own.
-var overLimit = map[string]int{"cluster": 2720, "faults": 2500, "campaign": 2130}
+// owes its summaries a package of their own. report (2,431 lines, with the assessment's
+// report card) owes the index pages of output directories (index*.go) and the JUnit
+// writer that campaign and assess share packages of their own, over a shared page
+// package; cmd/locklab (2,341 lines, with assess) owes its progress displays (the
+// campaign's, the matrix's, the assessment's bar) one.
+var overLimit = map[string]int{"cluster": 2720, "faults": 2500, "campaign": 2130, "report": 2440, "cmd/locklab": 2350}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
@@ -135,7 +139,8 @@ func TestDesignListsEveryPackage(t *testing.T) {
 var stage = map[string]int{
 	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0, "internal/mdblock": 0, "internal/browsertest": 0,
 	"internal/gate":       0,
-	"internal/benchtable": 15, // make bench: runs go test, imports nothing of the flow
+	"internal/workflows":  0,
+	"internal/benchtable": 16, // make bench: runs go test, imports nothing of the flow
 	"histories":           1,
 	"linearizability":     2,
 	"timeline":            3,
@@ -149,8 +154,9 @@ var stage = map[string]int{
 	"runner": 11, "tla/bridge": 11,
 	"campaign/expect": 12,
 	"campaign":        13, "matrix": 13, "jobsbench": 13,
-	"report":      14,
-	"cmd/locklab": 15, "cmd/locklab-lockserve": 15,
+	"assess":      14, // the one-command verdict: conformance, the catalog row, a campaign
+	"report":      15,
+	"cmd/locklab": 16, "cmd/locklab-lockserve": 16,
 }
 
 // TestImportsFollowTheFlow: no package imports one that comes later in the flow, campaign
