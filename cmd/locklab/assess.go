@@ -133,7 +133,7 @@ or more than --max-perturbed of the runs perturbed).`,
 	f.StringSliceVar(&impls, "impl", nil, "the locks to assess (see locklab list; --impl-cmd and --locks register your own)")
 	f.StringSliceVar(&kinds, "kind", nil, "NAME=KIND: the kind of a registered client its hello cannot say (lease, renewing, redlock, consensus); KIND alone for the only --impl")
 	f.DurationVar(&budget, "budget", assess.DefaultBudget, "the whole assessment's time; the random campaign takes what the conformance checks and the catalog leave")
-	f.IntVar(&repeat, "repeat", 1, "runs per catalog cell, and of the reference on each campaign finding's plan (at least 2 there)")
+	f.IntVar(&repeat, "repeat", 1, "runs per catalog cell, and of the reference and the lock on each campaign finding's plan (at least 3 there)")
 	f.IntVar(&parallel, "parallel", 2, "runs at the same time, each on servers of its own")
 	f.StringSliceVar(&scenarios, "scenario", nil, "limit the catalog row to these scenarios (default: every one that applies; see locklab list)")
 	f.Int64Var(&seed, "seed", 1, "the campaign's seed")
