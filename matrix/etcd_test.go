@@ -20,13 +20,15 @@ import (
 func TestEtcdRow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	res, err := matrix.Run(ctx, matrix.Options{
+	o := matrix.Options{
 		Impls: []string{"etcd-process"}, Fencings: []string{"off", "full"},
 		Repeat: 1, Parallel: 2, Out: t.TempDir(), Command: "locklab matrix --test",
-	})
+	}
+	res, err := matrix.Run(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	settle(t, ctx, o, &res)
 	if res.Meta.Errors != 0 {
 		t.Errorf("%d runs failed to run", res.Meta.Errors)
 	}
@@ -80,13 +82,15 @@ func TestEtcdRow(t *testing.T) {
 	}
 
 	// In process, the session renews the lease through a pause of the holder's steps.
-	res, err = matrix.Run(ctx, matrix.Options{
+	o = matrix.Options{
 		Impls: []string{"etcd"}, Scenarios: []string{"pause-past-ttl"}, Fencings: []string{"off"},
 		Repeat: 1, Parallel: 1, Out: t.TempDir(), Command: "locklab matrix --test",
-	})
+	}
+	res, err = matrix.Run(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	settle(t, ctx, o, &res)
 	if c, _ := res.Cell("pause-past-ttl", "etcd", "off"); c.Summary() != "✓" {
 		t.Errorf("pause-past-ttl × etcd × off shows %q, want ✓", c.Summary())
 	}

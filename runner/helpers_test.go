@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,12 +36,50 @@ func runImplCases(t *testing.T, scenarioName string, cases []implCase) {
 		for _, c := range cases {
 			t.Run(backend+"/"+c.impl+"/"+c.fencing, func(t *testing.T) {
 				t.Parallel()
-				rep := runPlan(t, nil, scenario(t, scenarioName, onBackend(backend, func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing })))
+				p := scenario(t, scenarioName, onBackend(backend, func(p *plan.Plan) { p.Impl, p.Fencing = c.impl, c.fencing }))
+				rep := runPlan(t, nil, p)
+				for try := 2; try <= violationTries; try++ {
+					missed := missedViolations(rep, c.want)
+					if len(missed) == 0 {
+						break
+					}
+					t.Logf("try %d of %d: %s not violated while every other verdict is as wanted: the timing this violation needs (a delay, not a hold) did not come on this machine; running it again",
+						try-1, violationTries, strings.Join(missed, ", "))
+					rep = runPlan(t, nil, p)
+				}
 				assertVerdicts(t, rep, c.want)
 				assertFaultsFired(t, rep)
 			})
 		}
 	}
+}
+
+// violationTries is how many times a scenario runs when a violation it must show did not
+// come while every other verdict was as wanted. A violation made by construction (holds,
+// gates) comes on the first; one that needs a network delay to outlast a lease can miss
+// on a loaded machine, and then the run is made again rather than the test failing on
+// the machine's load. A safe verdict is never retried: one violation where none may be
+// fails at once.
+const violationTries = 3
+
+// missedViolations are the properties want expects violated that rep shows held or
+// undecided, when no other verdict differs from want; nil otherwise.
+func missedViolations(rep Report, want verdicts) []string {
+	var missed []string
+	for prop, v := range want {
+		pr, ok := rep.Result.Property(prop)
+		switch {
+		case !ok:
+			return nil
+		case pr.Verdict == v:
+		case v == linearizability.Illegal && (pr.Verdict == linearizability.OK || pr.Verdict == linearizability.Unknown):
+			missed = append(missed, string(prop))
+		default:
+			return nil
+		}
+	}
+	slices.Sort(missed)
+	return missed
 }
 
 // dockerRuns bounds the docker runs of this package's tests at a time.
