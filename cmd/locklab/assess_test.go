@@ -12,10 +12,7 @@ import (
 
 func TestAssessBadInput(t *testing.T) {
 	dir := t.TempDir()
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	wantRefused(t, []flagCase{
 		{[]string{"assess", "--out", dir}, "flag --impl: name the lock to assess"},
 		{[]string{"assess", "--impl", "nope", "--out", dir}, `flag --impl: unknown lock implementation "nope"`},
 		{[]string{"assess", "--impl", "setnx", "--budget", "0s", "--out", dir}, "flag --budget: want a positive duration, got 0s"},
@@ -24,12 +21,7 @@ func TestAssessBadInput(t *testing.T) {
 		{[]string{"assess", "--impl", "setnx,fenced", "--kind", "renewing", "--out", dir}, "want NAME=KIND when several locks are assessed"},
 		{[]string{"assess", "--impl", "setnx", "--repeat", "0", "--out", dir}, "flag --repeat: want at least 1, got 0"},
 		{[]string{"assess", "--impl", "setnx", "--scenario", "nope", "--out", dir}, `flag --scenario: unknown scenario "nope"`},
-	} {
-		code, _, stderr := locklab(t, c.args...)
-		if code != exitError || !strings.Contains(stderr, c.want) {
-			t.Errorf("locklab %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, exitError, c.want)
-		}
-	}
+	})
 }
 
 // TestAssessMutant assesses the mutant whose release is a plain DEL on its own catalog

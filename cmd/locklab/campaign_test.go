@@ -20,10 +20,7 @@ import (
 func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.json")
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	wantRefused(t, []flagCase{
 		{[]string{"campaign", "--impl", "nope", "--out", dir}, `flags --impl/--faults/--fencing: unknown lock implementation "nope"`},
 		{[]string{"campaign", "--faults", "client-paws", "--out", dir}, `unknown fault kind "client-paws"`},
 		{[]string{"campaign", "--fencing", "fool", "--out", dir}, `unknown fencing mode "fool"`},
@@ -58,12 +55,7 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"bench", "jobs", "--stall-rate", "2", "--out", dir}, "flag --stall-rate: want a share from 0 to 1, got 2"},
 		{[]string{"bench", "jobs", "--stall-after", "-1s", "--out", dir}, "flag --stall-after: must not be negative"},
 		{[]string{"bench", "jobs", "--markdown", missing, "--out", dir}, "flag --markdown:"},
-	} {
-		code, _, stderr := locklab(t, c.args...)
-		if code != exitError || !strings.Contains(stderr, c.want) {
-			t.Errorf("locklab %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, exitError, c.want)
-		}
-	}
+	})
 }
 
 // TestCampaignThenReplay: a short class search on real Redis finds the check-then-set

@@ -57,10 +57,7 @@ func TestImplCmdErrorsNameTheirPlace(t *testing.T) {
 	badJSON := write("bad.json", "{\"locks\": [\n  {\"name\": \"x\",\n   \"command\": [\"a\"],}\n]}")
 	noCmd := write("nocmd.json", "{\"locks\": [\n  {\"name\": \"x\"},\n  {\"name\": \"y\", \"command\": []}\n]}")
 	unknown := write("unknown.json", `{"locks": [{"name": "x", "cmd": ["a"]}]}`)
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	wantRefused(t, []flagCase{
 		{[]string{"list", "--impl-cmd", "nameonly"}, `flag --impl-cmd "nameonly": want NAME=COMMAND`},
 		{[]string{"list", "--impl-cmd", "x='unterminated"}, "unterminated quote"},
 		{[]string{"list", "--impl-cmd", "Bad Name=true"}, `name "Bad Name"`},
@@ -71,10 +68,5 @@ func TestImplCmdErrorsNameTheirPlace(t *testing.T) {
 		{[]string{"list", "--locks", noCmd}, noCmd + ":2: locks[0].command: want the client's argv"},
 		{[]string{"list", "--locks", unknown}, `unknown field "cmd"`},
 		{[]string{"list", "--locks", filepath.Join(dir, "missing.json")}, "flag --locks:"},
-	} {
-		code, _, stderr := locklab(t, c.args...)
-		if code != exitError || !strings.Contains(stderr, c.want) {
-			t.Errorf("locklab %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, exitError, c.want)
-		}
-	}
+	})
 }

@@ -12,6 +12,23 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 )
 
+// flagCase is a command line that must be refused, and what its error must say.
+type flagCase struct {
+	args []string
+	want string
+}
+
+// wantRefused runs each case and fails unless it exits 2 with its words on stderr.
+func wantRefused(t *testing.T, cases []flagCase) {
+	t.Helper()
+	for _, c := range cases {
+		code, _, stderr := locklab(t, c.args...)
+		if code != exitError || !strings.Contains(stderr, c.want) {
+			t.Errorf("locklab %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, exitError, c.want)
+		}
+	}
+}
+
 func locklab(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -31,10 +48,7 @@ func TestBadInputNamesItsPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cases := []struct {
-		args []string
-		want string
-	}{
+	wantRefused(t, []flagCase{
 		{[]string{"run", "--clients", "0", "--out", dir}, "flag --clients: want 1 to 64, got 0"},
 		{[]string{"run", "--impl", "nope", "--out", dir}, `flag --impl: unknown lock implementation "nope"`},
 		{[]string{"run", "--fencing", "full", "--out", dir}, "flag --fencing: mode full needs fencing tokens, but setnx grants none"},
@@ -52,13 +66,7 @@ func TestBadInputNamesItsPlace(t *testing.T) {
 		{[]string{"run", "--scenario", "failover-loss", "--impl", "etcd", "--out", dir}, "scenario failover-loss: topology: etcd does not run on topology replicated:3"},
 		{[]string{"run", "--scenario", "restart-aof-always", "--impl", "etcd", "--persistence", "aof-always", "--out", dir}, "flag --persistence: "},
 		{[]string{"check", filepath.Join(dir, "missing")}, "load history"},
-	}
-	for _, c := range cases {
-		code, _, stderr := locklab(t, c.args...)
-		if code != exitError || !strings.Contains(stderr, c.want) {
-			t.Errorf("locklab %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, exitError, c.want)
-		}
-	}
+	})
 }
 
 func TestList(t *testing.T) {
