@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/campaign"
-	"github.com/locklab/locklab/internal/gate"
 	"github.com/locklab/locklab/internal/jsonfile"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/matrix"
@@ -122,30 +121,6 @@ func cellRuns(c matrix.Cell, p lin.Property) (held, violated int, first *matrix.
 	return held, violated, first
 }
 
-// countCell adds the (run, property) pairs of cell's runs to c.
-func countCell(c *gate.Counts, cell matrix.Cell) {
-	for _, r := range cell.Runs {
-		if r.Error != "" {
-			continue
-		}
-		c.Runs++
-		if r.Perturbed != "" {
-			c.PerturbedRuns++
-		}
-		for _, v := range r.Verdicts {
-			switch {
-			case v != lin.OK && v != lin.Illegal && v != lin.Unknown:
-			case r.Perturbed != "":
-				c.Perturbed++
-			case v == lin.Unknown:
-				c.Undecided++
-			default:
-				c.Decided++
-			}
-		}
-	}
-}
-
 // classifyCells turns the violated properties of l's catalog cells into findings, each
 // compared with the reference's cell of the same scenario and fencing mode.
 func (a *assessment) classifyCells(l *LockReport, res matrix.Result, scenarios []plan.Plan, dir string) {
@@ -166,7 +141,7 @@ func (a *assessment) classifyCells(l *LockReport, res matrix.Result, scenarios [
 		if c.Impl != l.Name || c.Status != matrix.CellPlanned {
 			continue
 		}
-		countCell(&l.Decided, c)
+		l.Decided.Add(c.Decided())
 		s, ok := byName[c.Scenario]
 		if !ok {
 			continue

@@ -549,24 +549,32 @@ func failedRun(cr CellRun, full string, err error) CellRun {
 func (m Result) Decided() gate.Counts {
 	var g gate.Counts
 	for _, c := range m.Cells {
-		for _, r := range c.Runs {
-			if r.Error != "" {
-				continue
-			}
-			g.Runs++
-			if r.Perturbed != "" {
-				g.PerturbedRuns++
-			}
-			for _, v := range r.Verdicts {
-				switch {
-				case v == linearizability.NA || v == "":
-				case r.Perturbed != "":
-					g.Perturbed++
-				case v == linearizability.Unknown:
-					g.Undecided++
-				default:
-					g.Decided++
-				}
+		g.Add(c.Decided())
+	}
+	return g
+}
+
+// Decided counts the (run, property) pairs of the cell's runs that ran to a verdict, by
+// outcome, and its runs and perturbed runs.
+func (c Cell) Decided() gate.Counts {
+	var g gate.Counts
+	for _, r := range c.Runs {
+		if r.Error != "" {
+			continue
+		}
+		g.Runs++
+		if r.Perturbed != "" {
+			g.PerturbedRuns++
+		}
+		for _, v := range r.Verdicts {
+			switch {
+			case v == linearizability.NA || v == "":
+			case r.Perturbed != "":
+				g.Perturbed++
+			case v == linearizability.Unknown:
+				g.Undecided++
+			default:
+				g.Decided++
 			}
 		}
 	}
