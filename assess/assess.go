@@ -125,12 +125,7 @@ type LockReport struct {
 
 // Failed reports whether the lock has a finding of a class in failOn.
 func (l *LockReport) Failed(failOn []Class) bool {
-	for _, c := range failOn {
-		if l.Counts[c] > 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(failOn, func(c Class) bool { return l.Counts[c] > 0 })
 }
 
 // Failed reports whether any lock failed, and why.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/locklab/locklab/assess"
@@ -81,6 +82,7 @@ func AssessHTML(dir string, r *assess.Report) ([]byte, error) {
 	for _, ref := range assess.References() {
 		v.Families = append(v.Families, headerItem{ref.Family.String(), ref.Impl + ": " + ref.Why})
 	}
+	files := runFiles{}
 	for _, l := range r.Locks {
 		lv := assessLockView{LockReport: l, Word: "PASS", Class: "pass"}
 		if l.Failed(r.FailOn) {
@@ -90,32 +92,36 @@ func AssessHTML(dir string, r *assess.Report) ([]byte, error) {
 			lv.Counts = append(lv.Counts, headerItem{string(c), fmt.Sprint(l.Counts[c])})
 		}
 		for _, f := range l.Findings {
-			lv.Findings = append(lv.Findings, findingView(dir, f, r.FailOn))
+			lv.Findings = append(lv.Findings, findingView(dir, files, f, r.FailOn))
 		}
 		for _, f := range l.UnderLoad {
-			lv.UnderLoad = append(lv.UnderLoad, findingView(dir, f, nil))
+			lv.UnderLoad = append(lv.UnderLoad, findingView(dir, files, f, nil))
 		}
 		v.Locks = append(v.Locks, lv)
 	}
 	return renderPage("assess", v)
 }
 
-func findingView(dir string, f assess.Finding, failOn []assess.Class) assessFindingView {
-	fv := assessFindingView{Finding: f}
-	for _, c := range failOn {
-		fv.Failing = fv.Failing || c == f.Class
+func findingView(dir string, files runFiles, f assess.Finding, failOn []assess.Class) assessFindingView {
+	fv := assessFindingView{Finding: f, Failing: slices.Contains(failOn, f.Class)}
+	if svg := files.read(dir, f.Timeline); svg != nil {
+		fv.Picture = template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(svg))
 	}
-	if f.Timeline != "" {
-		if svg, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Timeline))); err == nil {
-			fv.Picture = template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(svg))
-		}
-	}
-	if f.Plan != "" {
-		if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Plan))); err == nil {
-			fv.PlanText = string(data)
-		}
-	}
+	fv.PlanText = string(files.read(dir, f.Plan))
 	return fv
+}
+
+// runFiles are the files of an assessment's runs, read once each: the P1 and P2 findings
+// of one run share its picture and its plan (nil: not there).
+type runFiles map[string][]byte
+
+func (f runFiles) read(dir, rel string) []byte {
+	data, ok := f[rel]
+	if !ok && rel != "" {
+		data, _ = os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		f[rel] = data
+	}
+	return data
 }
 
 func lockNames(r *assess.Report) string {
@@ -217,11 +223,7 @@ func AssessJUnit(r *assess.Report) ([]byte, error) {
 			}
 			tc := junitCase{Name: fmt.Sprintf("%s %s %s fencing %s", f.Property, f.Source, f.Scenario, f.Fencing), Classname: l.Name}
 			msg := &junitMessage{Message: string(f.Class) + ": " + f.Evidence, Type: string(f.Class), Text: f.Advice + "\n" + f.Replay}
-			failing := false
-			for _, c := range r.FailOn {
-				failing = failing || c == f.Class
-			}
-			if failing {
+			if slices.Contains(r.FailOn, f.Class) {
 				tc.Failure = msg
 			} else {
 				tc.SystemOut = msg.Message + "\n" + msg.Text
