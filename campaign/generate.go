@@ -43,7 +43,10 @@ type Space struct {
 	MinFaults int `json:"min_faults,omitempty"`
 	// Calm keeps the critical section well inside the lease (Calm reports the rule), so that
 	// a violation cannot come from the workload alone.
-	Calm    bool   `json:"calm,omitempty"`
+	Calm bool `json:"calm,omitempty"`
+	// Careful draws only careful clients (plan.Plan.Careless false): a measurement of
+	// rules that claim nothing for careless clients spends no plans on them.
+	Careful bool   `json:"careful,omitempty"`
 	Backend string `json:"backend,omitempty"` // every plan's (plan.Plan.Backend); docker adds partitions
 	// TTL, when set, is every plan's TTL instead of one drawn from 200 ms to 1 s; what the
 	// generator derives from the TTL (work, fault times and lengths, clock jumps) follows it.
@@ -79,6 +82,7 @@ type space struct {
 	minFaults int
 	maxFaults int
 	calm      bool
+	careful   bool
 	ttl       time.Duration // 0: drawn
 }
 
@@ -90,7 +94,7 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 	if reg == nil {
 		reg = locks.All()
 	}
-	out := space{backend: s.Backend, minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm, ttl: s.TTL.D()}
+	out := space{backend: s.Backend, minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm, careful: s.Careful, ttl: s.TTL.D()}
 	if err := plan.CheckBackend(s.Backend); err != nil {
 		return space{}, err
 	}
@@ -231,9 +235,9 @@ func kindNames() []string {
 // PlanGen is rapid's generator of plans of the space: implementation, topology, fencing,
 // 2–8 clients, 1–3 keys, a TTL of 200 ms to 1 s (or the space's), work as a fraction of
 // the TTL (mostly small, sometimes longer than the lease), think and retry times, extend
-// probability, careless clients, a run of 1–3 s (longer, up to 6 s, when its faults need
-// it), and up to MaxFaults faults of the kinds available on the topology, timed relative
-// to the TTL or triggered at a client point or lock step.
+// probability, careless clients (unless the space is Careful), a run of 1–3 s (longer,
+// up to 6 s, when its faults need it), and up to MaxFaults faults of the kinds available
+// on the topology, timed relative to the TTL or triggered at a client point or lock step.
 // Every value it draws shrinks towards the simplest plan: fewer faults, fewer clients,
 // shorter times, the first choice of each list. Every plan it draws passes Validate.
 func PlanGen(reg *lockimpl.Registry, s Space) (*rapid.Generator[plan.Plan], error) {
@@ -282,7 +286,9 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 	p.Retry = plan.D(time.Duration(rapid.IntRange(1, 20).Draw(t, "retry_ms")) * time.Millisecond)
 	p.Think = plan.D(p.Retry.D() + time.Duration(rapid.IntRange(1, 30).Draw(t, "think_extra_ms"))*time.Millisecond)
 	p.Timeout = plan.D(rapid.SampledFrom([]time.Duration{2 * time.Second, time.Second}).Draw(t, "timeout"))
-	p.Careless = rapid.Bool().Draw(t, "careless")
+	if !sp.careful {
+		p.Careless = rapid.Bool().Draw(t, "careless")
+	}
 	p.Extend = rapid.SampledFrom([]float64{0, 0.5, 1}).Draw(t, "extend")
 	p.ImplOptions = drawOptions(t, impl)
 

@@ -189,14 +189,14 @@ func TestEveryFaultKindHasAGenerator(t *testing.T) {
 // only calm plans with the minimum number of faults.
 func TestSpaceRestrictsTheDraws(t *testing.T) {
 	reg := locks.All()
-	s := Space{Impls: []string{"fenced"}, Faults: []string{"failover", "client-pause"}, Fencings: []string{"full"}, MinFaults: 1, MaxFaults: 2, Calm: true}
+	s := Space{Impls: []string{"fenced"}, Faults: []string{"failover", "client-pause"}, Fencings: []string{"full"}, MinFaults: 1, MaxFaults: 2, Calm: true, Careful: true}
 	gen, err := PlanGen(reg, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 500 {
 		p := gen.Example(i + 1)
-		if p.Impl != "fenced" || p.Fencing != "full" || !p.Calm() || len(p.Faults) < 1 || len(p.Faults) > 2 {
+		if p.Impl != "fenced" || p.Fencing != "full" || !p.Calm() || p.Careless || len(p.Faults) < 1 || len(p.Faults) > 2 {
 			t.Fatalf("draw %d outside the space: %s", i, p.MarshalIndent())
 		}
 		for _, f := range p.Faults {

@@ -145,7 +145,7 @@ func Families() []Family {
 	}, {
 		Name: "renewal", Rules: []string{"renewal-outlives-a-thread-pause"},
 		Description: "P1 and P2 of the renewing locks (watchdog, rueidislock, etcd) under thread pauses of their careful clients",
-		Space:       campaign.Space{Impls: []string{"watchdog", "rueidislock", "etcd"}, Faults: []string{"client-pause"}, MinFaults: 1},
+		Space:       campaign.Space{Impls: []string{"watchdog", "rueidislock", "etcd"}, Faults: []string{"client-pause"}, MinFaults: 1, Careful: true},
 	}, {
 		Name: "etcd-fences", Rules: []string{"fences-consensus"},
 		Description: "P3 of etcd's lock, in and out of process, under member crashes and partitions (links black-holed, between members too)",
