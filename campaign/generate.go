@@ -43,10 +43,8 @@ type Space struct {
 	MinFaults int `json:"min_faults,omitempty"`
 	// Calm keeps the critical section well inside the lease (Calm reports the rule), so that
 	// a violation cannot come from the workload alone.
-	Calm bool `json:"calm,omitempty"`
-	// Careful draws only careful clients (plan.Plan.Careless false): a measurement of
-	// rules that claim nothing for careless clients spends no plans on them.
-	Careful bool   `json:"careful,omitempty"`
+	Calm    bool   `json:"calm,omitempty"`
+	Careful bool   `json:"careful,omitempty"` // only careful clients: rules that claim nothing for careless ones measured
 	Backend string `json:"backend,omitempty"` // every plan's (plan.Plan.Backend); docker adds partitions
 	// TTL, when set, is every plan's TTL instead of one drawn from 200 ms to 1 s; what the
 	// generator derives from the TTL (work, fault times and lengths, clock jumps) follows it.
@@ -286,9 +284,7 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 	p.Retry = plan.D(time.Duration(rapid.IntRange(1, 20).Draw(t, "retry_ms")) * time.Millisecond)
 	p.Think = plan.D(p.Retry.D() + time.Duration(rapid.IntRange(1, 30).Draw(t, "think_extra_ms"))*time.Millisecond)
 	p.Timeout = plan.D(rapid.SampledFrom([]time.Duration{2 * time.Second, time.Second}).Draw(t, "timeout"))
-	if !sp.careful {
-		p.Careless = rapid.Bool().Draw(t, "careless")
-	}
+	p.Careless = !sp.careful && rapid.Bool().Draw(t, "careless") // Careful: no draw
 	p.Extend = rapid.SampledFrom([]float64{0, 0.5, 1}).Draw(t, "extend")
 	p.ImplOptions = drawOptions(t, impl)
 
