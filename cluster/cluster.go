@@ -20,6 +20,7 @@ type Options struct {
 	// ServerClock "faketime" starts the lock servers under libfaketime, so that clock
 	// faults can move their wall clock; "" or "real" leaves their clocks alone.
 	ServerClock string
+	ReplicaArgs []string // more arguments of every data node of a replicated topology (min-replicas-*)
 }
 
 // Cluster is a running topology: the lock servers (Redis, or etcd members) clients talk to, and a separate store

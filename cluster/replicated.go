@@ -32,7 +32,7 @@ func (c *Cluster) startReplicated(ctx context.Context, b Backend, opts Options) 
 	}
 	nodes, err := startAll(c.Topology.Nodes, func(i int) (Node, error) {
 		cfg := opts.lockNode(fmt.Sprintf("redis-%d", i))
-		cfg.ExtraArgs = append(cfg.ExtraArgs, replicationArgs...)
+		cfg.ExtraArgs = append(append(cfg.ExtraArgs, replicationArgs...), opts.ReplicaArgs...)
 		return b.StartNode(ctx, cfg)
 	})
 	c.Lock = append(c.Lock, nodes...)

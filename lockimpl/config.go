@@ -46,6 +46,35 @@ type Config struct {
 	// Options are the implementation's option values (Impl.ResolveOptions); a missing
 	// value is the option's default (Option.Bool and its siblings read them).
 	Options Options
+	// Wait, when Replicas > 0, makes every grant and extension wait for replicas to
+	// acknowledge it (Redis WAIT): only an implementation with Impl.Waits takes it.
+	Wait Wait
+}
+
+// Wait is WAIT after each write of a lock: a grant is kept only once Replicas replicas
+// acknowledged it within Timeout, else it is released and refused.
+type Wait struct {
+	Replicas int
+	Timeout  time.Duration
+}
+
+// Check says what is wrong with w for a lock whose commands time out after timeout: a
+// WAIT must end before the command that carries it times out, and WAIT 0 would block
+// for ever.
+func (w Wait) Check(timeout time.Duration) error {
+	switch {
+	case w.Replicas < 0:
+		return fmt.Errorf("wait: %d replicas: want 0 or more", w.Replicas)
+	case w.Replicas == 0 && w.Timeout != 0:
+		return fmt.Errorf("wait: a timeout (%s) without replicas to wait for", w.Timeout)
+	case w.Replicas == 0:
+		return nil
+	case w.Timeout < time.Millisecond:
+		return fmt.Errorf("wait: timeout %s: want at least 1ms (WAIT 0 blocks until the replicas answer)", w.Timeout)
+	case timeout > 0 && w.Timeout >= timeout:
+		return fmt.Errorf("wait: timeout %s: want less than the command timeout %s, or the WAIT itself times out", w.Timeout, timeout)
+	}
+	return nil
 }
 
 // WithDefaults fills in the zero fields. Every implementation's constructor starts

@@ -19,21 +19,21 @@ const (
 )
 
 func newCheckThenSet(cfg Config) (Locker, error) {
-	return newRedisLock("check-then-set", cfg, acquireCheckThenSet, releaseChecked)
+	return newRedisLock("check-then-set", cfg, false, acquireCheckThenSet, releaseChecked)
 }
 
 func newNoExpiry(cfg Config) (Locker, error) {
-	return newRedisLock("no-expiry", cfg, acquireNoExpiry, releaseChecked)
+	return newRedisLock("no-expiry", cfg, false, acquireNoExpiry, releaseChecked)
 }
 
 func newUnsafeRelease(cfg Config) (Locker, error) {
-	return newRedisLock("unsafe-release", cfg, acquireSetNX, releaseUnchecked)
+	return newRedisLock("unsafe-release", cfg, false, acquireSetNX, releaseUnchecked)
 }
 
 // acquireCheckThenSet: GET, then an unconditional SET. Bug: two clients can both see the
 // lock free before either sets it, and both acquire.
-func acquireCheckThenSet(ctx context.Context, l *redisLock, key, token string, ttl time.Duration) (int64, error) {
-	err := l.client.Do(ctx, "GET", key).Err()
+func acquireCheckThenSet(ctx context.Context, l *redisLock, c commander, key, token string, ttl time.Duration) (int64, error) {
+	err := c.Do(ctx, "GET", key).Err()
 	switch {
 	case err == nil:
 		return 0, ErrNotAcquired
@@ -43,13 +43,13 @@ func acquireCheckThenSet(ctx context.Context, l *redisLock, key, token string, t
 	if err := l.doStep(ctx, StepAfterGet); err != nil {
 		return 0, err
 	}
-	return 0, l.client.Do(ctx, "SET", key, token, "PX", ttl.Milliseconds()).Err()
+	return 0, c.Do(ctx, "SET", key, token, "PX", ttl.Milliseconds()).Err()
 }
 
 // acquireNoExpiry: SETNX, then PEXPIRE. Bug: a client that stops between the two leaves a
 // lock without expiry that nobody will ever release.
-func acquireNoExpiry(ctx context.Context, l *redisLock, key, token string, ttl time.Duration) (int64, error) {
-	set, err := l.client.Do(ctx, "SETNX", key, token).Int64()
+func acquireNoExpiry(ctx context.Context, l *redisLock, c commander, key, token string, ttl time.Duration) (int64, error) {
+	set, err := c.Do(ctx, "SETNX", key, token).Int64()
 	switch {
 	case err != nil:
 		return 0, err
@@ -59,7 +59,7 @@ func acquireNoExpiry(ctx context.Context, l *redisLock, key, token string, ttl t
 	if err := l.doStep(ctx, StepAfterSetNX); err != nil {
 		return 0, err // the crash: PEXPIRE is never sent
 	}
-	return 0, l.client.Do(ctx, "PEXPIRE", key, ttl.Milliseconds()).Err()
+	return 0, c.Do(ctx, "PEXPIRE", key, ttl.Milliseconds()).Err()
 }
 
 // releaseUnchecked: a plain DEL. Bug: a holder whose lease expired deletes the lock of

@@ -16,9 +16,21 @@ import (
 // delay there is a grant that arrives late.
 const StepGranted = "acquire:granted"
 
-// acquireFunc takes the lock with token for ttl on one server and returns the fence it
-// got (0 without fencing). It returns ErrNotAcquired when the lock is taken.
-type acquireFunc func(ctx context.Context, l *redisLock, key, token string, ttl time.Duration) (int64, error)
+// StepWaiting is the step of a lock with WAIT (Config.Wait) between the grant on the
+// primary and the WAIT for replicas: a primary that dies there has granted a lock that
+// no replica may have, and the WAIT is what must save the holder from believing in it.
+const StepWaiting = "acquire:waiting"
+
+// commander sends commands and scripts: the lock's client, or one connection of it when
+// a WAIT must follow the grant on the connection that wrote it.
+type commander interface {
+	redis.Scripter
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}
+
+// acquireFunc takes the lock with token for ttl on one server through c and returns the
+// fence it got (0 without fencing). It returns ErrNotAcquired when the lock is taken.
+type acquireFunc func(ctx context.Context, l *redisLock, c commander, key, token string, ttl time.Duration) (int64, error)
 
 // releaseFunc gives the lease up; ErrNotHeld when it was not (or no longer) ours.
 type releaseFunc func(ctx context.Context, l *redisLock, lease Lease) error
@@ -33,13 +45,21 @@ type redisLock struct {
 	acquire acquireFunc
 	release releaseFunc
 	scripts scripts
+	wait    Wait // Replicas 0: no WAIT
 }
 
 var _ Locker = (*redisLock)(nil)
 
-// newRedisLock builds a lock from its two pluggable steps.
-func newRedisLock(name string, cfg Config, acquire acquireFunc, release releaseFunc) (*redisLock, error) {
+// newRedisLock builds a lock from its two pluggable steps; waits says whether it takes
+// cfg.Wait.
+func newRedisLock(name string, cfg Config, waits bool, acquire acquireFunc, release releaseFunc) (*redisLock, error) {
 	cfg = cfg.WithDefaults()
+	if cfg.Wait.Replicas > 0 && !waits {
+		return nil, fmt.Errorf("%s: takes no WAIT (wait for %d replicas asked)", name, cfg.Wait.Replicas)
+	}
+	if err := cfg.Wait.Check(cfg.Timeout); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	client, err := cfg.PrimaryClient()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -52,6 +72,7 @@ func newRedisLock(name string, cfg Config, acquire acquireFunc, release releaseF
 		acquire: acquire,
 		release: release,
 		scripts: newScripts(),
+		wait:    cfg.Wait,
 	}, nil
 }
 
@@ -67,7 +88,12 @@ func (l *redisLock) Acquire(ctx context.Context, key string, ttl time.Duration) 
 		return Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
 	start := l.clock.Now()
-	fence, err := l.acquire(ctx, l, key, token, ttl)
+	var fence int64
+	if l.wait.Replicas == 0 {
+		fence, err = l.acquire(ctx, l, l.client, key, token, ttl)
+	} else {
+		fence, err = l.acquireAndWait(ctx, key, token, ttl)
+	}
 	if err == nil {
 		err = l.doStep(ctx, StepGranted)
 	}
@@ -92,14 +118,75 @@ func (l *redisLock) Extend(ctx context.Context, lease Lease, ttl time.Duration) 
 		return Lease{}, fmt.Errorf("%s: extend: %w", l.name, err)
 	}
 	start := l.clock.Now()
-	n, err := l.scripts.extend.Run(ctx, l.client, []string{lease.Key}, lease.Token, ttl.Milliseconds()).Int64()
+	var c commander = l.client
+	if l.wait.Replicas > 0 {
+		conn := l.client.Conn()
+		defer conn.Close()
+		c = conn
+	}
+	n, err := l.scripts.extend.Run(ctx, c, []string{lease.Key}, lease.Token, ttl.Milliseconds()).Int64()
 	switch {
 	case err != nil:
 		return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)
 	case n == 0:
 		return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, ErrNotHeld)
 	}
+	if l.wait.Replicas > 0 {
+		// The primary extended the lease; replicas that did not acknowledge it hold the old
+		// expiry, so after a failover the lease may end as first granted: not an extension
+		// the holder can count on, and not a refusal either.
+		if acked, err := l.waitReplicas(ctx, c); err != nil {
+			return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)
+		} else if acked < l.wait.Replicas {
+			return Lease{}, fmt.Errorf("%s: extend %q: extended on the primary, but %s", l.name, lease.Key, l.shortOfAcks(acked))
+		}
+	}
 	return l.lease(lease.Key, lease.Token, lease.Fence, start, ttl), nil
+}
+
+// acquireAndWait takes the lock and WAITs for l.wait.Replicas replicas on the connection
+// that wrote the grant (WAIT counts the acknowledgements of its own connection's
+// writes). A grant they did not all acknowledge in time is released and refused: a
+// failover could promote a replica without it. When the release cannot say that the
+// lock is gone, the acquire's outcome is unknown.
+func (l *redisLock) acquireAndWait(ctx context.Context, key, token string, ttl time.Duration) (int64, error) {
+	conn := l.client.Conn()
+	defer conn.Close()
+	fence, err := l.acquire(ctx, l, conn, key, token, ttl)
+	if err == nil {
+		err = l.doStep(ctx, StepWaiting)
+	}
+	if err != nil {
+		return 0, err
+	}
+	acked, err := l.waitReplicas(ctx, conn)
+	if err != nil {
+		return 0, fmt.Errorf("granted on the primary, then: %w", err)
+	}
+	if acked >= l.wait.Replicas {
+		return fence, nil
+	}
+	short := l.shortOfAcks(acked)
+	switch err := l.release(ctx, l, Lease{Key: key, Token: token, Fence: fence}); {
+	case err == nil, errors.Is(err, ErrNotHeld):
+		return 0, fmt.Errorf("granted on the primary, but %s, so released: %w", short, ErrNotAcquired)
+	default:
+		return 0, fmt.Errorf("granted on the primary, but %s, and the release failed: %w", short, err)
+	}
+}
+
+// waitReplicas is WAIT on c: how many replicas acknowledged c's writes within the timeout.
+func (l *redisLock) waitReplicas(ctx context.Context, c commander) (int, error) {
+	n, err := c.Do(ctx, "WAIT", l.wait.Replicas, l.wait.Timeout.Milliseconds()).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("WAIT %d %d: %w", l.wait.Replicas, l.wait.Timeout.Milliseconds(), err)
+	}
+	return int(n), nil
+}
+
+// shortOfAcks says that acked replicas are fewer than l waits for.
+func (l *redisLock) shortOfAcks(acked int) string {
+	return fmt.Sprintf("WAIT %d %d: %d of %d replicas acknowledged it", l.wait.Replicas, l.wait.Timeout.Milliseconds(), acked, l.wait.Replicas)
 }
 
 // Close implements Locker.

@@ -25,6 +25,8 @@ type Impl struct {
 	// stop-the-world pause (client-pause mode process) and a client clock under
 	// libfaketime (plan client_clock) can reach.
 	Process bool
+	// Waits: it takes Config.Wait (Redis WAIT after each grant and extension).
+	Waits bool
 	// Options are the library's settings a plan may choose (impl_options); Config.Options
 	// holds their values.
 	Options []Option
@@ -68,6 +70,7 @@ func singleImpls() []Impl {
 			Description: "single instance: SET NX PX with a random token; release and extend check the token (Lua)",
 			Topology:    "single",
 			Steps:       []string{StepGranted},
+			Waits:       true,
 			New:         newSetNX,
 		},
 		{
@@ -76,6 +79,7 @@ func singleImpls() []Impl {
 			Fencing:     true,
 			Topology:    "single",
 			Steps:       []string{StepGranted},
+			Waits:       true,
 			New:         newFenced,
 		},
 	}

@@ -64,7 +64,7 @@ type renewal struct {
 
 // newWatchdog builds the watchdog lock on setnx's single-instance lock.
 func newWatchdog(cfg Config) (Locker, error) {
-	l, err := newRedisLock("watchdog", cfg, acquireSetNX, releaseChecked)
+	l, err := newRedisLock("watchdog", cfg, false, acquireSetNX, releaseChecked)
 	if err != nil {
 		return nil, err
 	}

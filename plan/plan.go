@@ -36,20 +36,33 @@ type Plan struct {
 	ServerClock string `json:"server_clock,omitempty"` // "faketime": lock servers run under libfaketime, for clock faults
 	// ClientClock "faketime": client processes (subprocess clients) run under libfaketime,
 	// so that client-clock faults move the clock they read themselves (Node.js, Python).
-	ClientClock string      `json:"client_clock,omitempty"`
-	Clients     int         `json:"clients"`
-	Keys        int         `json:"keys"`
-	TTL         Duration    `json:"ttl"`
-	Duration    Duration    `json:"duration"`           // how long clients start new critical sections
-	Work        Duration    `json:"work"`               // critical section between read and write
-	Think       Duration    `json:"think"`              // between a release and the next acquire; longer than retry, or the releaser starves the others
-	Retry       Duration    `json:"retry"`              // mean delay after a refused acquire
-	Timeout     Duration    `json:"timeout"`            // per network operation
-	Fencing     string      `json:"fencing"`            // off, writes, full
-	Careless    bool        `json:"careless,omitempty"` // no validity check before touching the store
-	Extend      float64     `json:"extend,omitempty"`   // probability that a critical section extends its lease once, halfway through its work
-	Seed        int64       `json:"seed"`
-	Faults      []FaultSpec `json:"faults,omitempty"`
+	ClientClock string   `json:"client_clock,omitempty"`
+	Clients     int      `json:"clients"`
+	Keys        int      `json:"keys"`
+	TTL         Duration `json:"ttl"`
+	Duration    Duration `json:"duration"`           // how long clients start new critical sections
+	Work        Duration `json:"work"`               // critical section between read and write
+	Think       Duration `json:"think"`              // between a release and the next acquire; longer than retry, or the releaser starves the others
+	Retry       Duration `json:"retry"`              // mean delay after a refused acquire
+	Timeout     Duration `json:"timeout"`            // per network operation
+	Fencing     string   `json:"fencing"`            // off, writes, full
+	Careless    bool     `json:"careless,omitempty"` // no validity check before touching the store
+	Extend      float64  `json:"extend,omitempty"`   // probability that a critical section extends its lease once, halfway through its work
+	// WaitReplicas and WaitTimeout: after every grant and extension the lock sends WAIT
+	// for that many replicas, and keeps a grant they did not all acknowledge within the
+	// timeout only long enough to release it (refused). Replicated topology, and an
+	// implementation that takes it (lockimpl.Impl.Waits: setnx, fenced and theirs run
+	// out of process).
+	WaitReplicas int      `json:"wait_replicas,omitempty"`
+	WaitTimeout  Duration `json:"wait_timeout,omitzero"`
+	// MinReplicasToWrite and MinReplicasMaxLag are every lock server's
+	// min-replicas-to-write and min-replicas-max-lag (whole seconds; Redis's default
+	// 10s when left out): a primary refuses writes while fewer replicas acknowledged
+	// it within the lag. Replicated topology.
+	MinReplicasToWrite int         `json:"min_replicas_to_write,omitempty"`
+	MinReplicasMaxLag  Duration    `json:"min_replicas_max_lag,omitzero"`
+	Seed               int64       `json:"seed"`
+	Faults             []FaultSpec `json:"faults,omitempty"`
 	// Workload is what the clients do: "rmw" (the default: read-modify-write of the
 	// protected store under the lock) or "jobs" (workers of a job queue; see Jobs).
 	Workload string    `json:"workload,omitempty"`
@@ -265,6 +278,8 @@ type Resolved struct {
 	Fencing     workload.Fencing
 	Persistence cluster.Persistence // "" when the plan leaves it unsaid: servers keep theirs
 	Options     lockimpl.Options    // the implementation's options, defaults filled in
+	Wait        lockimpl.Wait       // wait_replicas, wait_timeout (Replicas 0: no WAIT)
+	MinReplicas MinReplicas         // min_replicas_to_write, min_replicas_max_lag
 	Faults      []*faults.Planned
 }
 
@@ -290,7 +305,8 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 	for _, d := range []struct {
 		name string
 		d    Duration
-	}{{"ttl", p.TTL}, {"duration", p.Duration}, {"work", p.Work}, {"think", p.Think}, {"retry", p.Retry}, {"timeout", p.Timeout}} {
+	}{{"ttl", p.TTL}, {"duration", p.Duration}, {"work", p.Work}, {"think", p.Think}, {"retry", p.Retry}, {"timeout", p.Timeout},
+		{"wait_timeout", p.WaitTimeout}, {"min_replicas_max_lag", p.MinReplicasMaxLag}} {
 		if d.d.bad != "" {
 			return nil, bad(d.name, "%s", d.d.bad)
 		}
@@ -365,10 +381,10 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 			return nil, bad(field, "%v", err)
 		}
 	}
-	points := append(workload.Points(), r.Impl.Steps...)
-	if p.Workload == WorkloadJobs {
-		points = append(workload.JobPoints(), r.Impl.Steps...)
+	if err := p.resolveReplication(r, reg != nil); err != nil {
+		return nil, err
 	}
+	points := p.Points(r.Impl)
 	for i, f := range p.Faults {
 		field := fmt.Sprintf("faults[%d]", i)
 		for _, d := range []struct {
@@ -415,6 +431,21 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 		r.Faults = append(r.Faults, pl)
 	}
 	return r, nil
+}
+
+// Points are where p's clients can be struck with impl: the workload's points and the
+// lock's steps, and with WAIT an in-process lock's step before it (lockimpl.StepWaiting;
+// a client process's steps are its own).
+func (p Plan) Points(impl lockimpl.Impl) []string {
+	points := workload.Points()
+	if p.Workload == WorkloadJobs {
+		points = workload.JobPoints()
+	}
+	points = append(points, impl.Steps...)
+	if p.WaitReplicas > 0 && impl.Waits && !impl.Process {
+		points = append(points, lockimpl.StepWaiting)
+	}
+	return points
 }
 
 // resolveJobs checks the workload and the job-queue fields.

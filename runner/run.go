@@ -207,7 +207,7 @@ func onServers(ctx context.Context, r *plan.Resolved, opts Options) (x executed,
 		return x, fmt.Errorf("plan wants backend %s, but the run was given the %s backend", p.Backend, backend.Name())
 	}
 	cl, err := cluster.Start(ctx, backend, r.Topology, cluster.Options{
-		Persistence: r.Persistence, ServerClock: p.ServerClock,
+		Persistence: r.Persistence, ServerClock: p.ServerClock, ReplicaArgs: r.MinReplicas.Args(),
 	})
 	if err != nil {
 		return x, fmt.Errorf("start %s topology: %w", r.Topology, err)
@@ -329,6 +329,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 			Clock:     env.ClientClock(client),
 			Timeout:   p.Timeout.D(),
 			Options:   r.Options,
+			Wait:      r.Wait,
 			FakeClock: fakeClocks[client],
 			Scrub:     opts.scrub,
 			Step: func(ctx context.Context, step string) error {

@@ -167,6 +167,17 @@ func configFromEnv() (lockimpl.Config, error) {
 	if cfg.Access, err = subprocess.AccessFromEnv(cfg.Addrs, os.LookupEnv); err != nil {
 		return cfg, err
 	}
+	if r := os.Getenv(subprocess.EnvWaitReplicas); r != "" {
+		n, err := strconv.Atoi(r)
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("%s=%q: want a positive number of replicas", subprocess.EnvWaitReplicas, r)
+		}
+		ms, err := strconv.Atoi(os.Getenv(subprocess.EnvWaitTimeoutMS))
+		if err != nil || ms < 1 {
+			return cfg, fmt.Errorf("%s=%q: want a positive number of milliseconds", subprocess.EnvWaitTimeoutMS, os.Getenv(subprocess.EnvWaitTimeoutMS))
+		}
+		cfg.Wait = lockimpl.Wait{Replicas: n, Timeout: time.Duration(ms) * time.Millisecond}
+	}
 	if via := list(subprocess.EnvVia); len(via) > 0 {
 		cfg.Via = map[string]string{}
 		for _, kv := range via {

@@ -33,6 +33,7 @@ func newRunCmd() *cobra.Command {
 		p                       = plan.Default()
 		ttl, dur, work          time.Duration
 		think, retry, timeout   time.Duration
+		waitTimeout, minLag     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -64,6 +65,7 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 			if fs := cmd.Flags(); fs.Changed("impl") && !fs.Changed("topology") && !fs.Changed("external-lock") && base.External == nil {
 				base, move = base.OnImpl(reg, p.Impl)
 			}
+			p.WaitTimeout, p.MinReplicasMaxLag = plan.D(waitTimeout), plan.D(minLag)
 			pl, err := overlayFlags(cmd.Flags(), base, p, ttl, dur, work, think, retry, timeout, faultFlags)
 			if err != nil {
 				return &statusError{exitError, err}
@@ -122,6 +124,10 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.StringArrayVar(&faultFlags, "fault", nil, "fault KIND:key=value,... with keys at, duration, target, point, trigger, latency, jitter, direction, offset, rate, mode (repeatable; see locklab list)")
 	f.StringVar(&p.Persistence, "persistence", "", "lock servers' persistence: none, aof-everysec, aof-always")
 	f.StringVar(&p.ServerClock, "server-clock", "", `"faketime" runs the lock servers under libfaketime (for server-clock faults)`)
+	f.IntVar(&p.WaitReplicas, "wait-replicas", 0, "WAIT for this many replicas after every grant and extension; a grant they did not acknowledge is released and refused (replicated topology)")
+	f.DurationVar(&waitTimeout, "wait-timeout", 0, "with --wait-replicas: how long each WAIT may block (less than --timeout)")
+	f.IntVar(&p.MinReplicasToWrite, "min-replicas-to-write", 0, "every data node's min-replicas-to-write: a primary with fewer replicas keeping up refuses writes (replicated topology)")
+	f.DurationVar(&minLag, "min-replicas-max-lag", 0, "with --min-replicas-to-write: the data nodes' min-replicas-max-lag, whole seconds (default Redis's 10s)")
 	f.StringVar(&out, "out", "out", "directory for run directories")
 	f.StringArrayVar(&external.lock, "external-lock", nil, "run against an existing lock server instead of starting Redis (repeatable, one server each, taken whole): host:port, redis://[user[:password]@]host:port[/db] or rediss://... (a password left out comes from $LOCKLAB_REDIS_PASSWORD)")
 	f.StringVar(&external.store, "external-store", "", "with --external-lock: the existing server for the protected store (host:port or URL, as --external-lock)")
@@ -192,6 +198,10 @@ func overlayFlags(fs *pflag.FlagSet, base, fl plan.Plan, ttl, dur, work, think, 
 	set("extend", func() { base.Extend = fl.Extend })
 	set("persistence", func() { base.Persistence = fl.Persistence })
 	set("server-clock", func() { base.ServerClock = fl.ServerClock })
+	set("wait-replicas", func() { base.WaitReplicas = fl.WaitReplicas })
+	set("wait-timeout", func() { base.WaitTimeout = fl.WaitTimeout })
+	set("min-replicas-to-write", func() { base.MinReplicasToWrite = fl.MinReplicasToWrite })
+	set("min-replicas-max-lag", func() { base.MinReplicasMaxLag = fl.MinReplicasMaxLag })
 	set("seed", func() { base.Seed = fl.Seed })
 	set("ttl", func() { base.TTL = plan.D(ttl) })
 	set("duration", func() { base.Duration = plan.D(dur) })

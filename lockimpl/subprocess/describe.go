@@ -92,6 +92,7 @@ func OutOfProcess(impl lockimpl.Impl) lockimpl.Impl {
 			return []string{bin, impl.Name}, nil
 		})
 	out.NoExtend, out.Renews = impl.NoExtend, impl.Renews
+	out.Waits = impl.Waits // locklab-lockserve reads Config.Wait from the environment
 	// The same options: locklab-lockserve reads them from LOCKLAB_OPTIONS.
 	out.Options = impl.Options
 	return out

@@ -40,6 +40,10 @@ const (
 	// EnvOptions is the plan's impl_options, every option the client declared in its hello
 	// with its value (defaults filled in), as a JSON object; durations in milliseconds.
 	EnvOptions = "LOCKLAB_OPTIONS"
+	// EnvWaitReplicas and EnvWaitTimeoutMS are the plan's wait_replicas and wait_timeout
+	// (lockimpl.Config.Wait), for a client that WAITs after each grant; unset without WAIT.
+	EnvWaitReplicas  = "LOCKLAB_WAIT_REPLICAS"
+	EnvWaitTimeoutMS = "LOCKLAB_WAIT_TIMEOUT_MS"
 
 	// EnvNodeClient points at the Node.js clients (clients/node/lock.js or its folder;
 	// the other clients are found beside lock.js) when locklab runs from a place where
@@ -235,7 +239,7 @@ func subprocessEnv(cfg lockimpl.Config, topology string) ([]string, error) {
 	var env []string
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
-		case EnvAddrs, EnvTimeoutMS, EnvSentinels, EnvMaster, EnvVia, EnvOptions:
+		case EnvAddrs, EnvTimeoutMS, EnvSentinels, EnvMaster, EnvVia, EnvOptions, EnvWaitReplicas, EnvWaitTimeoutMS:
 		default:
 			env = append(env, kv)
 		}
@@ -249,6 +253,11 @@ func subprocessEnv(cfg lockimpl.Config, topology string) ([]string, error) {
 			return nil, fmt.Errorf("options: %w", err)
 		}
 		env = append(env, EnvOptions+"="+string(wire))
+	}
+	if cfg.Wait.Replicas > 0 {
+		env = append(env,
+			EnvWaitReplicas+"="+strconv.Itoa(cfg.Wait.Replicas),
+			EnvWaitTimeoutMS+"="+strconv.FormatInt(cfg.Wait.Timeout.Milliseconds(), 10))
 	}
 	if len(cfg.Sentinels) > 0 {
 		via := make([]string, 0, len(cfg.Via))
