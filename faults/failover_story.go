@@ -94,6 +94,8 @@ func (a *aftermath) armRead(client int, wait bool) {
 		}
 	})
 	g.AddTrigger(client, workload.InRelease, func(context.Context) { a.readers[client]() })
+	// An acquire that ended without a grant (a WAIT that failed) reaches neither.
+	g.AddTrigger(client, workload.AcquireFailed, func(context.Context) { a.readers[client]() })
 }
 
 // awaitHolderRead holds the witness before its write until the holder has read.
@@ -101,7 +103,7 @@ func (a *aftermath) awaitHolderRead(ctx context.Context, witness int) {
 	start := time.Now()
 	note := fmt.Sprintf("; client %d had not read %s after client %d reached its write, which went on", a.holder, a.bound, witness)
 	if gates.AwaitUntil(ctx, a.read[a.holder], start.Add(a.bound)) {
-		note = fmt.Sprintf("; client %d read before client %d wrote (client %d held %s before its write)", a.holder, witness, witness, short(time.Since(start)))
+		note = fmt.Sprintf("; client %d read or gave up before client %d wrote (client %d held %s before its write)", a.holder, witness, witness, short(time.Since(start)))
 	}
 	a.f.note(a.env, note)
 }

@@ -464,6 +464,10 @@ func PlanCell(reg *lockimpl.Registry, s plan.Plan, impl lockimpl.Impl, fencing s
 	}
 	p.Impl, p.Fencing = impl.Name, fencing
 	p.Faults = slices.Clone(s.Faults)
+	if p.WaitReplicas > 0 && !impl.Waits {
+		c.Status, c.Reason = CellNA, "the scenario WAITs for replicas after each grant, which this implementation cannot do"
+		return c, plan.Plan{}
+	}
 	if point := missingPoint(p, impl); point != "" {
 		c.Status = CellNA
 		c.Reason = fmt.Sprintf("the scenario's fault strikes at step %s, which this implementation never reaches", point)
@@ -486,7 +490,7 @@ func PlanCell(reg *lockimpl.Registry, s plan.Plan, impl lockimpl.Impl, fencing s
 // implementation; this reason is the same for every implementation, so that the notes of
 // the matrix can group the cells it applies to.
 func missingPoint(p plan.Plan, impl lockimpl.Impl) string {
-	points := append(workload.Points(), impl.Steps...)
+	points := p.Points(impl)
 	for _, f := range p.Faults {
 		if f.Point != "" && !slices.Contains(points, f.Point) {
 			return f.Point

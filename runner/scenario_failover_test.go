@@ -40,36 +40,86 @@ func TestFailoverLoss(t *testing.T) {
 	}
 }
 
-// assertFailoverStruck fails unless the failover killed the primary at a grant, a replica
-// was promoted, the other client was granted by it and read while the first was held,
-// and the first read before the other wrote: the conditions the violations are made of,
-// each named when it did not come. It shows what the window says.
-func assertFailoverStruck(t *testing.T, rep Report) {
+// failover-wait: the same story with WAIT 1 after each grant. The primary dies between
+// the first client's grant and its WAIT; the WAIT fails on the dead primary, so that
+// client never believes, and the other client, granted by the new primary, is the only
+// holder: every property holds, with and without fencing. The conditions are the
+// failover-loss ones, except that the held client's acquire must fail at its WAIT.
+func TestFailoverWait(t *testing.T) {
+	ok := verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}
+	for _, backend := range testBackends {
+		for _, fencing := range []string{"off", "full"} {
+			t.Run(backend+"/"+fencing, func(t *testing.T) {
+				t.Parallel()
+				rep := runPlan(t, nil, scenario(t, "failover-wait", onBackend(backend, func(p *plan.Plan) { p.Fencing = fencing })))
+				assertVerdicts(t, rep, ok)
+				assertFaultsFired(t, rep)
+				assertWindowSays(t, rep, "failover", []struct{ says, condition string }{
+					{"acquire:waiting", "the primary killed between a grant and its WAIT"},
+					{"promoted", "a replica promoted"},
+					{"granted by the new primary", "the other client granted by the new primary within the fault's duration"},
+					{"and read, client", "the other client's read while the first was held"},
+					{"gave up before client", "the first client's acquire ended (it gave up) before the other's write"},
+				})
+				h, err := histories.Load(rep.Dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				failed := 0
+				for _, op := range h.Ops {
+					if op.Kind == histories.Acquire && op.Outcome != histories.OK && strings.Contains(op.Output.Error, "granted on the primary, then") {
+						failed++
+					}
+				}
+				if failed != 1 {
+					t.Errorf("%d acquires failed at their WAIT after a grant on the primary, want 1 (the held client's)", failed)
+				}
+				if t.Failed() {
+					logHistory(t, rep)
+					logSentinels(t, rep.Dir)
+				}
+			})
+		}
+	}
+}
+
+// assertWindowSays fails unless the window of the fault of kind says each condition's
+// words, naming each condition that did not come.
+func assertWindowSays(t *testing.T, rep Report, kind string, conditions []struct{ says, condition string }) {
 	t.Helper()
 	h, err := histories.Load(rep.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range h.Faults {
-		if w.Kind != "failover" {
+		if w.Kind != kind {
 			continue
 		}
 		t.Logf("%s/fencing %s: %s (run %s)", rep.Plan.Name, rep.Plan.Fencing, w.Detail, rep.RunTime.Round(1e6))
-		for _, c := range []struct{ says, condition string }{
-			{"acquire:granted", "the primary killed at a grant"},
-			{"promoted", "a replica promoted"},
-			{"granted by the new primary", "the other client granted by the new primary within the fault's duration"},
-			{"and read, client", "the other client's read while the first was held"},
-			{"wrote (client", "the first client's read before the other's write"},
-			{"healed", "the heal"},
-		} {
+		for _, c := range conditions {
 			if !strings.Contains(w.Detail, c.says) {
-				t.Errorf("failover window %q: %s did not come", w.Detail, c.condition)
+				t.Errorf("%s window %q: %s did not come", kind, w.Detail, c.condition)
 			}
 		}
 		return
 	}
-	t.Errorf("%s: no failover window", rep.Plan.Name)
+	t.Errorf("%s: no %s window", rep.Plan.Name, kind)
+}
+
+// assertFailoverStruck fails unless the failover killed the primary at a grant, a replica
+// was promoted, the other client was granted by it and read while the first was held,
+// and the first read before the other wrote: the conditions the violations are made of,
+// each named when it did not come. It shows what the window says.
+func assertFailoverStruck(t *testing.T, rep Report) {
+	t.Helper()
+	assertWindowSays(t, rep, "failover", []struct{ says, condition string }{
+		{"acquire:granted", "the primary killed at a grant"},
+		{"promoted", "a replica promoted"},
+		{"granted by the new primary", "the other client granted by the new primary within the fault's duration"},
+		{"and read, client", "the other client's read while the first was held"},
+		{"wrote (client", "the first client's read before the other's write"},
+		{"healed", "the heal"},
+	})
 }
 
 // logHistory shows the run's operations, one line each, for a failed assertion.

@@ -36,6 +36,10 @@ const (
 	// JobPoints, so no plan arms a fault there (and campaigns draw the same plans): the
 	// harness holds clients at it while a failover waits for the leases held to drain.
 	BeforeAcquire = "before-acquire"
+	// AcquireFailed is where an acquire came back without a grant (refused, or its outcome
+	// unknown), before the retry's pause; like BeforeAcquire, the harness's alone: a
+	// failover's aftermath learns there that the client it held gave up on its grant.
+	AcquireFailed = "acquire-failed"
 )
 
 // Points lists the client's own points, in the order it reaches them. A job-queue
@@ -253,6 +257,10 @@ func (c *client) loop(ctx context.Context, stop <-chan struct{}) {
 			return
 		}
 		if outcome != histories.OK {
+			if c.hook(ctx, key, AcquireFailed) {
+				c.die()
+				return
+			}
 			c.sleep(ctx, c.jitter(c.cfg.Retry))
 			continue
 		}
