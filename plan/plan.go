@@ -381,7 +381,7 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 			return nil, bad(field, "%v", err)
 		}
 	}
-	if err := p.resolveReplication(r, reg != nil); err != nil {
+	if err := p.resolveReplication(r, reg); err != nil {
 		return nil, err
 	}
 	points := p.Points(r.Impl)

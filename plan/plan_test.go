@@ -64,7 +64,7 @@ func TestParsePlanErrorsNamePlace(t *testing.T) {
 		{"wait without timeout", "{\"topology\": \"replicated\",\n \"wait_replicas\": 1}", 2, "wait_replicas", "without wait_timeout"},
 		{"wait timeout too long", "{\"topology\": \"replicated\", \"timeout\": \"1s\",\n \"wait_replicas\": 1, \"wait_timeout\": \"1s\"}", 2, "wait_timeout", "less than the command timeout"},
 		{"wait timeout alone", "{\"topology\": \"replicated\",\n \"wait_timeout\": \"1s\"}", 2, "wait_timeout", "without wait_replicas"},
-		{"wait on a mutant", "{\"impl\": \"unsafe-release\", \"topology\": \"replicated\",\n \"wait_replicas\": 1, \"wait_timeout\": \"100ms\"}", 2, "wait_replicas", "cannot WAIT for replicas (implementations that can: setnx, setnx-process, fenced, fenced-process)"},
+		{"wait on a mutant", "{\"impl\": \"unsafe-release\", \"topology\": \"replicated\",\n \"wait_replicas\": 1, \"wait_timeout\": \"100ms\"}", 2, "wait_replicas", "cannot WAIT for replicas (implementations that can: setnx, fenced)"},
 		{"min replicas on nodes", "{\"impl\": \"redlock\", \"topology\": \"nodes:3\",\n \"min_replicas_to_write\": 1}", 2, "min_replicas_to_write", "topology nodes:3 has none"},
 		{"min replicas lag not whole", "{\"topology\": \"replicated\", \"min_replicas_to_write\": 1,\n \"min_replicas_max_lag\": \"1500ms\"}", 2, "min_replicas_max_lag", "whole seconds"},
 		{"min replicas lag alone", "{\"topology\": \"replicated\",\n \"min_replicas_max_lag\": \"2s\"}", 2, "min_replicas_max_lag", "without min_replicas_to_write"},

@@ -11,10 +11,10 @@ import (
 )
 
 // resolveReplication checks the plan's WAIT (wait_replicas, wait_timeout) and the lock
-// servers' min-replicas-* settings against its topology and, when known (withImpl), its
+// servers' min-replicas-* settings against its topology and, with a registry, its
 // implementation, into r.Wait and r.MinReplicas. Both count replicas, so both need a
 // replicated topology with that many: on fewer, every grant would be refused.
-func (p Plan) resolveReplication(r *Resolved, withImpl bool) error {
+func (p Plan) resolveReplication(r *Resolved, reg *lockimpl.Registry) error {
 	bad := func(field, format string, args ...any) error {
 		return &FieldError{Source: "plan", Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -47,8 +47,14 @@ func (p Plan) resolveReplication(r *Resolved, withImpl bool) error {
 	if err := r.Wait.Check(p.Timeout.D()); err != nil {
 		return bad("wait_timeout", "%v", err)
 	}
-	if withImpl && p.WaitReplicas > 0 && !r.Impl.Waits {
-		return bad("wait_replicas", "%s cannot WAIT for replicas (implementations that can: %s)", p.Impl, strings.Join(waitingImpls(), ", "))
+	if reg != nil && p.WaitReplicas > 0 && !r.Impl.Waits {
+		var can []string
+		for _, i := range reg.List() {
+			if i.Waits {
+				can = append(can, i.Name)
+			}
+		}
+		return bad("wait_replicas", "%s cannot WAIT for replicas (implementations that can: %s)", p.Impl, strings.Join(can, ", "))
 	}
 
 	if err := enough("min_replicas_to_write", p.MinReplicasToWrite); err != nil {
@@ -83,15 +89,4 @@ func (m MinReplicas) Args() []string {
 		args = append(args, "--min-replicas-max-lag", strconv.FormatInt(int64(m.MaxLag/time.Second), 10))
 	}
 	return args
-}
-
-// waitingImpls names locklab's implementations that take WAIT, for errors.
-func waitingImpls() []string {
-	var names []string
-	for _, i := range lockimpl.Impls() {
-		if i.Waits {
-			names = append(names, i.Name, i.Name+"-process")
-		}
-	}
-	return names
 }

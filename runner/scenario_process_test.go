@@ -1,11 +1,15 @@
 package runner
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl/subprocess"
 	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
@@ -58,5 +62,57 @@ func TestStopTheWorldNeedsAProcess(t *testing.T) {
 	_, err := p.Resolve(locks.All())
 	if err == nil || !strings.Contains(err.Error(), "faults[0].mode") || !strings.Contains(err.Error(), "process of its own") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestWaitOutOfProcess: locklab-lockserve's locks take the plan's WAIT from their
+// environment. While the only replica is frozen every grant goes unacknowledged and is
+// refused; before and after, grants are kept.
+func TestWaitOutOfProcess(t *testing.T) {
+	buildLockserve(t)
+	p := plan.Default()
+	p.Impl, p.Topology, p.Clients = "fenced-process", "replicated:2", 2
+	p.TTL, p.Duration, p.Work = plan.D(2*time.Second), plan.D(3*time.Second), plan.D(50*time.Millisecond)
+	p.Think, p.Retry = plan.D(100*time.Millisecond), plan.D(50*time.Millisecond)
+	p.WaitReplicas, p.WaitTimeout = 1, plan.D(300*time.Millisecond)
+	p.Faults = []plan.FaultSpec{{Kind: "server-pause", Target: "redis-1", At: plan.D(time.Second), Duration: plan.D(time.Second)}}
+	// fenced-process is no implementation of the registry (assess registers such forms
+	// on the fly, as references): this test does the same.
+	reg := locks.All()
+	fenced, err := reg.Get("fenced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(subprocess.OutOfProcess(fenced)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Resolve(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, r, Options{Backend: clustertest.Backend(t), Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.P3: lin.OK})
+	assertFaultsFired(t, rep)
+	h, err := histories.Load(rep.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted, unacked := 0, 0
+	for _, op := range h.Ops {
+		switch {
+		case op.Kind != histories.Acquire:
+		case op.Outcome == histories.OK:
+			granted++
+		case strings.Contains(op.Output.Error, "0 of 1 replicas acknowledged it, so released"):
+			unacked++
+		}
+	}
+	if granted == 0 || unacked == 0 {
+		t.Errorf("%d acquires granted and %d refused for want of the frozen replica's acknowledgement; want some of each", granted, unacked)
 	}
 }
