@@ -123,7 +123,7 @@ func TestTraceValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := fo.States[3].Event; ev.Name != "promote-replica" || !slices.Equal(ev.Args, []string{"[owner |-> None, tok |-> 0, ctr |-> 0]"}) {
+	if ev := fo.States[3].Event; ev.Name != "promote-replica" || !slices.Equal(ev.Args, []string{"r1", "[owner |-> None, tok |-> 0, ctr |-> 0]"}) {
 		t.Errorf("state 4 event %s: args %q", ev, ev.Args)
 	}
 }
