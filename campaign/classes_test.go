@@ -21,8 +21,8 @@ func TestClassesCoverTheCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range plans {
-		if p.Name == "baseline" || p.Name == "restart-aof-always" || p.Name == "leader-partition" || p.Name == "failover-wait" {
-			continue // safe counterparts (leader-partition: etcd's, to failover-loss; failover-wait: WAIT's)
+		if p.Name == "baseline" || p.Name == "restart-aof-always" || p.Name == "leader-partition" {
+			continue // safe counterparts (leader-partition: etcd's, to failover-loss)
 		}
 		if p.Name == "stop-the-world" {
 			continue // pause-past-ttl for renewing locks out of process; that class searches setnx

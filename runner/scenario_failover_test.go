@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -40,18 +42,26 @@ func TestFailoverLoss(t *testing.T) {
 	}
 }
 
-// failover-wait: the same story with WAIT 1 after each grant. The primary dies between
-// the first client's grant and its WAIT; the WAIT fails on the dead primary, so that
-// client never believes, and the other client, granted by the new primary, is the only
-// holder: every property holds, with and without fencing. The conditions are the
-// failover-loss ones, except that the held client's acquire must fail at its WAIT.
+// failoverWait is failover-loss with WAIT 1 after each grant (wait_replicas 1), the
+// primary killed between the first client's grant and its WAIT (acquire:waiting).
+func failoverWait(p *plan.Plan) {
+	p.Name = "failover-loss with WAIT 1"
+	p.WaitReplicas, p.WaitTimeout, p.Timeout = 1, plan.D(time.Second), plan.D(2*time.Second)
+	p.Faults[0].Point = lockimpl.StepWaiting
+}
+
+// The same story with WAIT 1 after each grant. The primary dies between the first
+// client's grant and its WAIT; the WAIT fails on the dead primary, so that client never
+// believes, and the other client, granted by the new primary, is the only holder: every
+// property holds, with and without fencing. The conditions are the failover-loss ones,
+// except that the held client's acquire must fail at its WAIT.
 func TestFailoverWait(t *testing.T) {
 	ok := verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}
 	for _, backend := range testBackends {
 		for _, fencing := range []string{"off", "full"} {
 			t.Run(backend+"/"+fencing, func(t *testing.T) {
 				t.Parallel()
-				rep := runPlan(t, nil, scenario(t, "failover-wait", onBackend(backend, func(p *plan.Plan) { p.Fencing = fencing })))
+				rep := runPlan(t, nil, scenario(t, "failover-loss", onBackend(backend, func(p *plan.Plan) { failoverWait(p); p.Fencing = fencing })))
 				assertVerdicts(t, rep, ok)
 				assertFaultsFired(t, rep)
 				assertWindowSays(t, rep, "failover", []struct{ says, condition string }{
