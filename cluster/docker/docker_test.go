@@ -3,12 +3,16 @@ package docker_test
 import (
 	"context"
 	"errors"
+	"net"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/cluster/docker"
 )
 
 func startCluster(t *testing.T, topo string, opts cluster.Options) *cluster.Cluster {
@@ -165,5 +169,46 @@ func TestKillPaused(t *testing.T) {
 	}
 	if err := cluster.Probe(ctx, n.Addr(), 0); err != nil {
 		t.Errorf("after kill of a paused server and restart: %v", err)
+	}
+}
+
+// Rejoin gets through an endpoint that Docker kept on the peers network after the
+// disconnect (Docker 20.10 did once, in a split-brain heal: "endpoint with name … already
+// exists in network"). The test leaves one by connecting the isolated container behind
+// the node's back.
+func TestRejoinThroughAStaleEndpoint(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, "single", cluster.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := c.Lock[0].(*docker.Node)
+	host, _, err := net.SplitHostPort(n.PeerAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(ctx, "docker", "inspect", "-f", `{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{$v.IPAddress}}{{"\n"}}{{end}}`, n.ContainerID()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker inspect: %v: %s", err, out)
+	}
+	peers := ""
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if name, ip, _ := strings.Cut(line, " "); ip == host {
+			peers = name
+		}
+	}
+	if peers == "" {
+		t.Fatalf("no network of %s has its peer address %s: %s", n.Name(), host, out)
+	}
+	if err := n.Isolate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.CommandContext(ctx, "docker", "network", "connect", "--ip", host, peers, n.ContainerID()).CombinedOutput(); err != nil {
+		t.Fatalf("docker network connect: %v: %s", err, out)
+	}
+	if err := n.Rejoin(ctx); err != nil {
+		t.Fatalf("Rejoin with an endpoint left on the peers network: %v", err)
+	}
+	if n.Isolated() {
+		t.Error("still isolated after Rejoin")
 	}
 }

@@ -440,7 +440,19 @@ func (n *Node) Rejoin(ctx context.Context) error {
 	if !n.isolated {
 		return nil
 	}
-	if err := n.b.serial.do(func() error { return n.connectPeers(ctx) }); err != nil {
+	err := n.b.serial.do(func() error {
+		err := n.connectPeers(ctx)
+		if err != nil && strings.Contains(err.Error(), "already exists in network") {
+			// Docker 20.10 can keep the endpoint of a forced disconnect in the network's
+			// store (measured once in a split-brain heal, 6 s after the disconnect): a second
+			// forced disconnect removes it, and the connect goes through.
+			if _, derr := n.b.cli.NetworkDisconnect(ctx, n.b.nets.peers.ID, client.NetworkDisconnectOptions{Container: n.id, Force: true}); derr == nil {
+				err = n.connectPeers(ctx)
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	n.isolated = false
