@@ -283,6 +283,11 @@ type Resolved struct {
 	Faults      []*faults.Planned
 }
 
+// badField is the error of a plan's field, for the resolve steps.
+func badField(field, format string, args ...any) error {
+	return &FieldError{Source: "plan", Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
 // Validate checks every field; reg (when not nil) must know the implementation.
 func (p Plan) Validate(reg *lockimpl.Registry) error {
 	_, err := p.resolve(reg)
@@ -298,9 +303,7 @@ func (p Plan) Resolve(reg *lockimpl.Registry) (*Resolved, error) {
 }
 
 func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
-	bad := func(field, format string, args ...any) error {
-		return &FieldError{Source: "plan", Field: field, Reason: fmt.Sprintf(format, args...)}
-	}
+	bad := badField
 	r := &Resolved{Plan: p}
 	for _, d := range []struct {
 		name string
@@ -450,9 +453,7 @@ func (p Plan) Points(impl lockimpl.Impl) []string {
 
 // resolveJobs checks the workload and the job-queue fields.
 func (p Plan) resolveJobs(r *Resolved) error {
-	bad := func(field, format string, args ...any) error {
-		return &FieldError{Source: "plan", Field: field, Reason: fmt.Sprintf(format, args...)}
-	}
+	bad := badField
 	switch p.Workload {
 	case "", WorkloadRMW:
 		if p.Jobs != nil {

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -15,9 +14,7 @@ import (
 // implementation, into r.Wait and r.MinReplicas. Both count replicas, so both need a
 // replicated topology with that many: on fewer, every grant would be refused.
 func (p Plan) resolveReplication(r *Resolved, reg *lockimpl.Registry) error {
-	bad := func(field, format string, args ...any) error {
-		return &FieldError{Source: "plan", Field: field, Reason: fmt.Sprintf(format, args...)}
-	}
+	bad := badField
 	replicas := 0
 	if r.Topology.Kind == cluster.Replicated {
 		replicas = r.Topology.Nodes - 1

@@ -13,6 +13,7 @@ import (
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 )
@@ -102,6 +103,12 @@ type verdicts map[linearizability.Property]linearizability.Verdict
 // run directory under the test's temp dir.
 func runPlan(t testing.TB, b cluster.Backend, p plan.Plan) Report {
 	t.Helper()
+	return runPlanIn(t, b, locks.All(), p)
+}
+
+// runPlanIn is runPlan with p's implementation looked up in reg.
+func runPlanIn(t testing.TB, b cluster.Backend, reg *lockimpl.Registry, p plan.Plan) Report {
+	t.Helper()
 	if b == nil {
 		if p.Backend == plan.BackendDocker {
 			// Containers cost the machine more than processes: two docker runs at a time
@@ -115,7 +122,7 @@ func runPlan(t testing.TB, b cluster.Backend, p plan.Plan) Report {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := p.Resolve(locks.All())
+	r, err := p.Resolve(reg)
 	if err != nil {
 		t.Fatalf("resolve %s (impl %s, fencing %s): %v", p.Name, p.Impl, p.Fencing, err)
 	}

@@ -1,14 +1,12 @@
 package runner
 
 import (
-	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl/subprocess"
 	"github.com/locklab/locklab/locks"
@@ -86,16 +84,7 @@ func TestWaitOutOfProcess(t *testing.T) {
 	if err := reg.Register(subprocess.OutOfProcess(fenced)); err != nil {
 		t.Fatal(err)
 	}
-	r, err := p.Resolve(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rep, err := Run(ctx, r, Options{Backend: clustertest.Backend(t), Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runPlanIn(t, nil, reg, p)
 	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.P3: lin.OK})
 	assertFaultsFired(t, rep)
 	h, err := histories.Load(rep.Dir)
