@@ -157,7 +157,7 @@ func runConformance(ctx context.Context, b cluster.Backend, topo cluster.Topolog
 		return "", err
 	}
 	e := &conformEnv{impl: impl, cluster: cl, key: "conform-" + c.name,
-		cfg: lockimpl.Config{Addrs: ep.Lock, Sentinels: ep.Sentinels, Master: ep.Master, Via: ep.Via, Access: ep.Access, Log: log}}
+		cfg: lockimpl.Config{Addrs: ep.Lock, Sentinels: ep.Sentinels, Master: ep.Master, Cluster: ep.Cluster, Via: ep.Via, Access: ep.Access, Log: log}}
 	defer e.close()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

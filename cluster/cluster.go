@@ -48,7 +48,7 @@ func Start(ctx context.Context, b Backend, t Topology, opts Options) (*Cluster, 
 		lockCount = 1
 	case Nodes:
 		lockCount = t.Nodes
-	case Replicated, Etcd:
+	case Replicated, Etcd, RedisCluster:
 		lockCount = t.Nodes
 	default:
 		return nil, fmt.Errorf("unknown topology kind %q", t.Kind)
@@ -78,6 +78,8 @@ func (c *Cluster) startLock(ctx context.Context, b Backend, opts Options, count 
 		return c.startReplicated(ctx, b, opts)
 	case Etcd:
 		return c.startEtcd(ctx, b, c.Topology.Nodes, opts)
+	case RedisCluster:
+		return c.startRedisCluster(ctx, b, opts)
 	}
 	nodes, err := startAll(count, func(i int) (Node, error) {
 		return b.StartNode(ctx, opts.lockNode(fmt.Sprintf("lock-%d", i)))

@@ -14,6 +14,9 @@ type Endpoints struct {
 	Store     string   // the protected store
 	Sentinels []string // replicated topology: Sentinel addresses for go-redis's failover client
 	Master    string   // replicated topology: the master name the Sentinels monitor
+	// Cluster: the servers are a Redis Cluster, Lock its nodes, which a cluster client
+	// takes as its seeds.
+	Cluster bool
 	// Via maps a data node's peer address (PeerAddr), which is what Sentinel tells
 	// clients, to the address this client dials instead (its link to that node, or its
 	// own address); empty when clients can dial what Sentinel names.

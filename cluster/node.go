@@ -111,6 +111,9 @@ type NodeConfig struct {
 	Persistence Persistence
 	ExtraArgs   []string
 	Faketime    bool // run under libfaketime, so that its wall clock can be moved (faketime.go, package faketime)
+	// ClusterBus: the server runs in Redis Cluster mode (ExtraArgs say so), and the backend
+	// gives its cluster bus a port of its own and says which address its peers reach it by.
+	ClusterBus bool
 }
 
 // Backend starts Redis servers.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/locklab/locklab/cluster/faketime"
@@ -112,7 +114,17 @@ func (b *ProcessBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, e
 		return nil, fmt.Errorf("make directory for %s: %w", cfg.Name, err)
 	}
 	n, err := b.startOnFreePort(ctx, func(port int) (*ProcessNode, error) {
-		n := newProcessNode(b, cfg.Name, dir, port, persist, cfg.ExtraArgs)
+		extra := cfg.ExtraArgs
+		if cfg.ClusterBus {
+			// The default bus port, the client port + 10000, may be taken or beyond 65535;
+			// a fresh one at each attempt, since a clash may be the bus port's.
+			bus, err := FreePort()
+			if err != nil {
+				return nil, fmt.Errorf("cluster bus port of %s: %w", cfg.Name, err)
+			}
+			extra = append(slices.Clip(extra), "--cluster-port", strconv.Itoa(bus))
+		}
+		n := newProcessNode(b, cfg.Name, dir, port, persist, extra)
 		if cfg.Faketime {
 			applyFaketime(n, setup)
 		}

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/cluster/replication"
 )
 
 // syncTimeout bounds waiting for a replica to sync when the caller's ctx has no deadline.
@@ -119,19 +120,11 @@ func (c *Cluster) Promote(ctx context.Context, n Node) error {
 
 // replicationInfo is n's INFO replication as fields.
 func replicationInfo(ctx context.Context, n Node) (map[string]string, error) {
-	cl := newProbeClient(n.Addr())
-	defer cl.Close()
-	info, err := cl.Info(ctx, "replication").Result()
+	f, err := replication.Info(ctx, n.Addr())
 	if err != nil {
 		return nil, fmt.Errorf("replication info of %s: %w", n.Name(), err)
 	}
-	fields := map[string]string{}
-	for _, line := range strings.Split(info, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			fields[k] = v
-		}
-	}
-	return fields, nil
+	return f, nil
 }
 
 // Role is what n says it is: "master" or "slave".
@@ -184,117 +177,19 @@ func (c *Cluster) AwaitReplica(ctx context.Context, replica Node) error {
 	}
 }
 
-// Cutter is one connection to a primary, kept while a fault looks for an instant to cut
-// its replication when it holds no lease: a look costs a round trip, not a dial.
+// Cutter cuts the replication of one primary of c (package replication).
 type Cutter struct {
+	*replication.Cutter
 	primary Node
-	cl      *redis.Client
 }
 
 // NewCutter is a Cutter of primary; it dials at its first command. Close it after use.
 func (c *Cluster) NewCutter(primary Node) *Cutter {
-	return &Cutter{primary: primary, cl: newProbeClient(primary.Addr())}
+	return &Cutter{Cutter: replication.NewCutter(primary.Name(), primary.Addr()), primary: primary}
 }
 
 // Primary is the server the cutter cuts.
 func (k *Cutter) Primary() Node { return k.primary }
-
-// Close closes the cutter's connection.
-func (k *Cutter) Close() error { return k.cl.Close() }
-
-// Leases is how many keys with an expiry the primary holds. The lock implementations
-// here give every lease a TTL and nothing else one (fence counters have none, and the
-// protected store is another server), so it counts the leases held.
-func (k *Cutter) Leases(ctx context.Context) (int64, error) {
-	info, err := k.cl.Info(ctx, "keyspace").Result()
-	if err != nil {
-		return 0, fmt.Errorf("leases on %s: %w", k.primary.Name(), err)
-	}
-	return expiringKeys(info), nil
-}
-
-// Cut makes the primary stop feeding its replicas from now on: they are disconnected,
-// and refused when they reconnect, so every write from now on exists only on the primary
-// (asynchronous replication as far behind as it gets). An ACL rule denies SYNC and PSYNC
-// to the default user, which replicas and clients share: clients never send those. Why
-// not a black hole on the replication links: the rule holds whatever path a replica
-// takes, also the direct one Sentinel gives replicas after a failover, and works without
-// a Net. A replica whose link has been down longer than ten times SentinelDownAfter (plus
-// the time since the primary was seen down) is no candidate for Sentinel's promotion.
-//
-// In the same transaction it counts the leases held at the instant of the cut (see
-// Leases), and returns that count; then it sends the command then, if any.
-func (k *Cutter) Cut(ctx context.Context, then ...any) (leases int64, err error) {
-	var keyspace *redis.StringCmd
-	_, err = k.cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		keyspace = p.Info(ctx, "keyspace")
-		p.Do(ctx, "ACL", "SETUSER", "default", "-sync", "-psync")
-		p.Do(ctx, "CLIENT", "KILL", "TYPE", "replica")
-		if len(then) > 0 {
-			p.Do(ctx, then...)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("cut replication from %s: %w", k.primary.Name(), err)
-	}
-	return expiringKeys(keyspace.Val()), nil
-}
-
-// cutPauseLimit bounds how long CutIfIdle pauses writes, should its second round trip be
-// slow or never come: the pause lapses by itself, and that round trip's count shows
-// whether a lease slipped in meanwhile.
-const cutPauseLimit = 100 * time.Millisecond
-
-// CutIfIdle cuts as Cut does, but only when the primary holds no lease, with nothing
-// written between the count and the cut: clients' writes are paused (CLIENT PAUSE WRITE,
-// which stops keys from expiring too) while it counts, and the cut and the unpause come
-// in one transaction that counts again. So no cut is made to be undone because a lease
-// came between a look and the cut, and what was written before the cut has been handed
-// to the replicas' links by then. It returns the leases counted (at the cut when it
-// cut), whether it cut, and how long writes were paused at most (from sending the pause
-// to the last reply, never longer than cutPauseLimit). A cut with leases > 0 means the
-// pause lapsed and a lease came meanwhile: the caller must undo the cut.
-func (k *Cutter) CutIfIdle(ctx context.Context) (leases int64, cut bool, paused time.Duration, err error) {
-	start := time.Now()
-	defer func() { paused = min(time.Since(start), cutPauseLimit) }()
-	var keyspace *redis.StringCmd
-	_, err = k.cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Do(ctx, "CLIENT", "PAUSE", cutPauseLimit.Milliseconds(), "WRITE")
-		keyspace = p.Info(ctx, "keyspace")
-		return nil
-	})
-	if err != nil {
-		return 0, false, 0, fmt.Errorf("pause writes on %s to count its leases: %w", k.primary.Name(), err)
-	}
-	if leases = expiringKeys(keyspace.Val()); leases > 0 {
-		if err := k.cl.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
-			return leases, false, 0, fmt.Errorf("unpause writes on %s: %w", k.primary.Name(), err)
-		}
-		return leases, false, 0, nil
-	}
-	leases, err = k.Cut(ctx, "CLIENT", "UNPAUSE")
-	return leases, err == nil, 0, err
-}
-
-// expiringKeys adds up the expires= counts of an INFO keyspace section
-// ("db0:keys=2,expires=1,avg_ttl=0").
-func expiringKeys(info string) int64 {
-	var total int64
-	for _, line := range strings.Split(info, "\n") {
-		_, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok {
-			continue
-		}
-		for _, f := range strings.Split(fields, ",") {
-			if v, ok := strings.CutPrefix(f, "expires="); ok {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				total += n
-			}
-		}
-	}
-	return total
-}
 
 // AwaitCaughtUp waits until every replica of primary has its link up and has received
 // what primary had written when AwaitCaughtUp was called.
@@ -398,20 +293,20 @@ func (c *Cluster) AwaitHealthy(ctx context.Context, primary Node) error {
 }
 
 // sentinelEndpoints fills in how client reaches the Sentinels of a replicated topology
-// (through its links "client:N->sentinel-i" when c has a Net) and ep.Via: the failover
-// client learns a node's own address from Sentinel and must dial the client's link to
-// that node instead, ep.Lock[i] for c.Lock[i]. Other topologies are left alone.
+// (through its links "client:N->sentinel-i" when c has a Net) and ep.Via (viaEndpoints).
+// Other topologies are left alone, but for a Redis Cluster's Via.
 func (c *Cluster) sentinelEndpoints(client int, ep *Endpoints) error {
-	if c.Topology.Kind != Replicated {
+	switch c.Topology.Kind {
+	case RedisCluster:
+		ep.Cluster = true
+		c.viaEndpoints(ep)
+		return nil
+	case Replicated:
+	default:
 		return nil
 	}
 	ep.Master = MasterName
-	ep.Via = make(map[string]string, len(c.Lock))
-	for i, n := range c.Lock {
-		if c.Net != nil || PeerAddr(n) != n.Addr() {
-			ep.Via[PeerAddr(n)] = ep.Lock[i]
-		}
-	}
+	c.viaEndpoints(ep)
 	if c.Net == nil {
 		ep.Sentinels = c.SentinelAddrs()
 		return nil
@@ -424,4 +319,16 @@ func (c *Cluster) sentinelEndpoints(client int, ep *Endpoints) error {
 		ep.Sentinels = append(ep.Sentinels, addr)
 	}
 	return nil
+}
+
+// viaEndpoints fills in ep.Via: a client that learns a node's peer address from the
+// servers (Sentinel names the primary, a Redis Cluster its nodes) must dial the client's
+// link to that node instead, ep.Lock[i] for c.Lock[i].
+func (c *Cluster) viaEndpoints(ep *Endpoints) {
+	ep.Via = make(map[string]string, len(c.Lock))
+	for i, n := range c.Lock {
+		if c.Net != nil || PeerAddr(n) != n.Addr() {
+			ep.Via[PeerAddr(n)] = ep.Lock[i]
+		}
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/cluster/sentinel"
 )
 
 // MasterName is the name under which the Sentinels of a replicated topology monitor its
@@ -53,60 +55,29 @@ const (
 	// While Sentinels must learn the topology quickly (after a start, a re-registration or
 	// a heal) they say hello (how they find each other) and ask the nodes for INFO (how they
 	// find replicas) every 100 ms instead of Sentinel's defaults, 2 s and 10 s.
-	quickPeriod           = 100 * time.Millisecond
-	defaultHelloPeriod    = 2 * time.Second
-	defaultInfoPeriod     = 10 * time.Second
-	sentinelPollInterval  = 20 * time.Millisecond
-	promotionPoll         = 5 * time.Millisecond // AwaitPrimary: a held client waits on it
-	sentinelAdminTimeout  = time.Second
-	sentinelConfigComment = "# written by locklab; Sentinel rewrites this file with what it learns\n"
+	quickPeriod          = 100 * time.Millisecond
+	defaultHelloPeriod   = 2 * time.Second
+	defaultInfoPeriod    = 10 * time.Second
+	sentinelPollInterval = 20 * time.Millisecond
+	promotionPoll        = 5 * time.Millisecond // AwaitPrimary: a held client waits on it
+	sentinelAdminTimeout = time.Second
 )
 
-// SentinelConfig describes one Sentinel to start.
-type SentinelConfig struct {
-	Name       string
-	Master     string // master name to monitor
-	MasterAddr string // the primary's peer address (PeerAddr)
-	// AnnounceIP is the address the Sentinel gives the others for itself; "" lets it
-	// find its own.
-	AnnounceIP      string
-	Quorum          int
-	DownAfter       time.Duration
-	FailoverTimeout time.Duration
-	ParallelSyncs   int // replicas re-pointed at once after a promotion
-}
+// SentinelConfig describes one Sentinel to start (package sentinel).
+type SentinelConfig = sentinel.Config
 
 // SentinelBackend is a backend that can also run Redis Sentinel.
 type SentinelBackend interface {
-	StartSentinel(ctx context.Context, cfg SentinelConfig) (Node, error)
+	StartSentinel(ctx context.Context, cfg sentinel.Config) (Node, error)
 }
 
 var _ SentinelBackend = (*ProcessBackend)(nil)
-
-// ConfigFile is the Sentinel configuration: the master to monitor and its timings.
-func (cfg SentinelConfig) ConfigFile() (string, error) {
-	host, port, err := net.SplitHostPort(cfg.MasterAddr)
-	if err != nil {
-		return "", fmt.Errorf("sentinel %s: master address %q: %w", cfg.Name, cfg.MasterAddr, err)
-	}
-	var b strings.Builder
-	b.WriteString(sentinelConfigComment)
-	if cfg.AnnounceIP != "" {
-		fmt.Fprintf(&b, "sentinel announce-ip %s\n", cfg.AnnounceIP)
-	}
-	b.WriteString("sentinel resolve-hostnames no\n")
-	fmt.Fprintf(&b, "sentinel monitor %s %s %s %d\n", cfg.Master, host, port, cfg.Quorum)
-	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", cfg.Master, cfg.DownAfter.Milliseconds())
-	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", cfg.Master, cfg.FailoverTimeout.Milliseconds())
-	fmt.Fprintf(&b, "sentinel parallel-syncs %s %d\n", cfg.Master, max(1, cfg.ParallelSyncs))
-	return b.String(), nil
-}
 
 // StartSentinel starts a Redis Sentinel as a node of the backend: the same redis-server
 // binary in sentinel mode, in its own process group with Pdeathsig, stopped by Stop and by
 // the backend's Close like every server. Sentinel needs a writable configuration file as
 // its first argument: it saves what it learns there.
-func (b *ProcessBackend) StartSentinel(ctx context.Context, cfg SentinelConfig) (Node, error) {
+func (b *ProcessBackend) StartSentinel(ctx context.Context, cfg sentinel.Config) (Node, error) {
 	cfg.AnnounceIP = "127.0.0.1" // every server of the process backend is on loopback
 	text, err := cfg.ConfigFile()
 	if err != nil {
@@ -142,7 +113,7 @@ func (b *ProcessBackend) StartSentinel(ctx context.Context, cfg SentinelConfig) 
 // know each other and every replica.
 func (c *Cluster) startSentinels(ctx context.Context, sb SentinelBackend, primary Node) error {
 	sentinels, err := startAll(sentinelCount, func(i int) (Node, error) {
-		return sb.StartSentinel(ctx, SentinelConfig{
+		return sb.StartSentinel(ctx, sentinel.Config{
 			Name: fmt.Sprintf("sentinel-%d", i), Master: MasterName, MasterAddr: PeerAddr(primary),
 			Quorum: sentinelQuorum, DownAfter: downAfter(i), FailoverTimeout: SteadyFailoverTimeout,
 			ParallelSyncs: len(c.Lock),
@@ -153,7 +124,7 @@ func (c *Cluster) startSentinels(ctx context.Context, sb SentinelBackend, primar
 		return err
 	}
 	err = c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
-		return sentinelDebug(ctx, sc, "ping-period", sentinelPingPeriod)
+		return sentinel.Debug(ctx, sc, "ping-period", sentinelPingPeriod)
 	})
 	if err != nil {
 		return err
@@ -322,10 +293,10 @@ func (c *Cluster) setSentinelPace(ctx context.Context, failoverTimeout, hello, p
 				return fmt.Errorf("sentinel set %s %s: %w", kv[0], kv[1], err)
 			}
 		}
-		if err := sentinelDebug(ctx, sc, "ping-period", ping); err != nil {
+		if err := sentinel.Debug(ctx, sc, "ping-period", ping); err != nil {
 			return err
 		}
-		return sentinelDebug(ctx, sc, "publish-period", hello)
+		return sentinel.Debug(ctx, sc, "publish-period", hello)
 	})
 	if err != nil {
 		return fmt.Errorf("pace the sentinels: %w", err)
@@ -383,7 +354,7 @@ func (c *Cluster) awaitSentinels(ctx context.Context, primary Node) error {
 	var last error
 	for {
 		last = c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
-			return sentinelReady(ctx, sc, PeerAddr(primary), len(c.Lock)-1, len(c.Sentinels)-1)
+			return sentinel.Ready(ctx, sc, MasterName, PeerAddr(primary), len(c.Lock)-1, len(c.Sentinels)-1)
 		})
 		if last == nil {
 			break
@@ -405,7 +376,7 @@ func (c *Cluster) AwaitFailoverEnd(ctx context.Context, primary Node) error {
 	var last error
 	for {
 		last = c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
-			_, err := sentinelMonitors(ctx, sc, PeerAddr(primary))
+			_, err := sentinel.Monitors(ctx, sc, MasterName, PeerAddr(primary))
 			return err
 		})
 		if last == nil {
@@ -417,54 +388,15 @@ func (c *Cluster) AwaitFailoverEnd(ctx context.Context, primary Node) error {
 	}
 }
 
-// sentinelMonitors checks that a Sentinel monitors primary as an up master with no
-// failover in progress, and returns what it says of the master.
-func sentinelMonitors(ctx context.Context, sc *redis.SentinelClient, primary string) (map[string]string, error) {
-	m, err := sc.Master(ctx, MasterName).Result()
-	if err != nil {
-		return nil, err
-	}
-	if addr := net.JoinHostPort(m["ip"], m["port"]); addr != primary {
-		return nil, fmt.Errorf("monitors %s, not %s", addr, primary)
-	}
-	if m["flags"] != "master" {
-		return nil, fmt.Errorf("master flags %q", m["flags"])
-	}
-	return m, nil
-}
-
-// sentinelReady checks one Sentinel's view of the master.
-func sentinelReady(ctx context.Context, sc *redis.SentinelClient, primary string, replicas, peers int) error {
-	m, err := sentinelMonitors(ctx, sc, primary)
-	if err != nil {
-		return err
-	}
-	switch {
-	case m["num-slaves"] != strconv.Itoa(replicas):
-		return fmt.Errorf("knows %s replicas, want %d", m["num-slaves"], replicas)
-	case m["num-other-sentinels"] != strconv.Itoa(peers):
-		return fmt.Errorf("knows %s other sentinels, want %d", m["num-other-sentinels"], peers)
-	}
-	return sc.CkQuorum(ctx, MasterName).Err()
-}
-
 // setPeriods sets how often every Sentinel says hello and asks for INFO (SENTINEL DEBUG,
 // Redis 7.0 or later).
 func (c *Cluster) setPeriods(ctx context.Context, hello, info time.Duration) error {
 	return c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
-		if err := sentinelDebug(ctx, sc, "publish-period", hello); err != nil {
+		if err := sentinel.Debug(ctx, sc, "publish-period", hello); err != nil {
 			return err
 		}
-		return sentinelDebug(ctx, sc, "info-period", info)
+		return sentinel.Debug(ctx, sc, "info-period", info)
 	})
-}
-
-// sentinelDebug sets one of Sentinel's timing parameters (SENTINEL DEBUG, Redis 7.0+).
-func sentinelDebug(ctx context.Context, sc *redis.SentinelClient, param string, d time.Duration) error {
-	if err := sc.Process(ctx, redis.NewStatusCmd(ctx, "sentinel", "debug", param, d.Milliseconds())); err != nil {
-		return fmt.Errorf("sentinel debug %s %s (needs Redis 7.0 or later): %w", param, d, err)
-	}
-	return nil
 }
 
 // sleepCtx waits d; it reports false when ctx ended first.
@@ -488,7 +420,7 @@ func (c *Cluster) AwaitNoTilt(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	for {
 		err := c.onSentinels(ctx, func(ctx context.Context, i int, sc *redis.SentinelClient) error {
-			tilt, err := sentinelTilts(ctx, sc)
+			tilt, err := sentinel.Tilts(ctx, sc)
 			if err != nil {
 				return fmt.Errorf("sentinel-%d: info sentinel: %w", i, err)
 			}
@@ -512,36 +444,8 @@ func (c *Cluster) AwaitNoTilt(ctx context.Context) (time.Duration, error) {
 func (c *Cluster) SentinelViews(ctx context.Context) string {
 	views := make([]string, len(c.Sentinels))
 	_ = c.onSentinels(ctx, func(ctx context.Context, i int, sc *redis.SentinelClient) error {
-		views[i] = c.Sentinels[i].Name() + ": " + sentinelView(ctx, sc)
+		views[i] = c.Sentinels[i].Name() + ": " + sentinel.View(ctx, sc, MasterName)
 		return nil
 	})
 	return strings.Join(views, "; ")
-}
-
-func sentinelView(ctx context.Context, sc *redis.SentinelClient) string {
-	m, err := sc.Master(ctx, MasterName).Result()
-	if err != nil {
-		return "sentinel master: " + err.Error()
-	}
-	v := fmt.Sprintf("master %s flags %s failover-state %s", net.JoinHostPort(m["ip"], m["port"]), m["flags"], m["failover-state"])
-	cmd := redis.NewMapStringStringSliceCmd(ctx, "sentinel", "replicas", MasterName)
-	if err := sc.Process(ctx, cmd); err != nil {
-		return v + ", replicas: " + err.Error()
-	}
-	for _, r := range cmd.Val() {
-		v += fmt.Sprintf(", replica %s flags %s link %s down %sms info-refresh %sms prio %s offset %s",
-			net.JoinHostPort(r["ip"], r["port"]), r["flags"], r["master-link-status"], r["master-link-down-time"],
-			r["info-refresh"], r["slave-priority"], r["slave-repl-offset"])
-	}
-	if tilt, err := sentinelTilts(ctx, sc); err == nil && tilt {
-		v += ", in TILT"
-	}
-	return v
-}
-
-// sentinelTilts says whether a Sentinel is in TILT mode (INFO sentinel).
-func sentinelTilts(ctx context.Context, sc *redis.SentinelClient) (bool, error) {
-	cmd := redis.NewStringCmd(ctx, "info", "sentinel")
-	err := sc.Process(ctx, cmd)
-	return err == nil && strings.Contains(cmd.Val(), "sentinel_tilt:1"), err
 }

@@ -17,6 +17,10 @@ func TestParseTopology(t *testing.T) {
 		"nodes:3":      {Kind: cluster.Nodes, Nodes: 3},
 		"replicated":   {Kind: cluster.Replicated, Nodes: 3},
 		"replicated:2": {Kind: cluster.Replicated, Nodes: 2},
+		"cluster":      {Kind: cluster.RedisCluster, Nodes: 6, Replicas: 1},
+		"cluster:5":    {Kind: cluster.RedisCluster, Nodes: 10, Replicas: 1},
+		"cluster:3x2":  {Kind: cluster.RedisCluster, Nodes: 9, Replicas: 2},
+		"cluster:1x0":  {Kind: cluster.RedisCluster, Nodes: 1},
 	}
 	for in, want := range good {
 		got, err := cluster.ParseTopology(in)
@@ -27,7 +31,7 @@ func TestParseTopology(t *testing.T) {
 			t.Errorf("ParseTopology(%q.String()=%q) = %+v, %v", in, got.String(), back, err)
 		}
 	}
-	for _, in := range []string{"", "ring", "nodes:0", "nodes:-1", "nodes:x", "single:2"} {
+	for _, in := range []string{"", "ring", "nodes:0", "nodes:-1", "nodes:x", "single:2", "cluster:0", "cluster:3x", "cluster:3x-1", "cluster:x1", "cluster:3y1"} {
 		if got, err := cluster.ParseTopology(in); err == nil {
 			t.Errorf("ParseTopology(%q) = %+v, want an error", in, got)
 		}

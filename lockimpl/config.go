@@ -2,6 +2,7 @@ package lockimpl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +23,9 @@ type Config struct {
 	Addrs     []string // lock servers (single topology: one)
 	Sentinels []string // replicated topology: follow the primary through these Sentinels
 	Master    string   // replicated topology: the master name the Sentinels monitor
+	// Cluster: Addrs are the nodes of a Redis Cluster, which a cluster client takes as its
+	// seeds (ClusterClient); only an implementation with Impl.Cluster takes it.
+	Cluster bool
 	// Via maps a server's own address, as Sentinel names it, to the address to dial
 	// instead (the client's link to that server); addresses not in it are dialled as named.
 	Via map[string]string
@@ -103,6 +107,9 @@ func (c Config) SingleAddr() (string, error) {
 // and follows a failover), else a client of the one address (NewClient). Adapters of
 // libraries built on go-redis take their client from here.
 func (c Config) PrimaryClient() (*redis.Client, error) {
+	if c.Cluster {
+		return nil, errors.New("takes no Redis Cluster (it needs one primary)")
+	}
 	if len(c.Sentinels) == 0 {
 		addr, err := c.SingleAddr()
 		if err != nil {

@@ -28,6 +28,13 @@ type commander interface {
 	Do(ctx context.Context, args ...any) *redis.Cmd
 }
 
+// lockClient is what a redisLock sends through: a client of one primary or of a Redis
+// Cluster.
+type lockClient interface {
+	commander
+	Close() error
+}
+
 // acquireFunc takes the lock with token for ttl on one server through c and returns the
 // fence it got (0 without fencing). It returns ErrNotAcquired when the lock is taken.
 type acquireFunc func(ctx context.Context, l *redisLock, c commander, key, token string, ttl time.Duration) (int64, error)
@@ -38,14 +45,18 @@ type releaseFunc func(ctx context.Context, l *redisLock, lease Lease) error
 // redisLock is the single-instance lock all implementations here share: the correct ones
 // and the mutants differ only in their acquire and release steps.
 type redisLock struct {
-	name    string
-	client  *redis.Client
-	clock   Clock
-	step    StepFunc
-	acquire acquireFunc
-	release releaseFunc
-	scripts scripts
-	wait    Wait // Replicas 0: no WAIT
+	name   string
+	client lockClient
+	// primaryFor is the client of the one primary that holds key: the lock's client, or
+	// on a Redis Cluster the client of the node serving key's slot.
+	primaryFor func(ctx context.Context, key string) (*redis.Client, error)
+	cluster    bool // on a Redis Cluster: a fence counter needs a key in its lock's slot
+	clock      Clock
+	step       StepFunc
+	acquire    acquireFunc
+	release    releaseFunc
+	scripts    scripts
+	wait       Wait // Replicas 0: no WAIT
 }
 
 var _ Locker = (*redisLock)(nil)
@@ -60,20 +71,41 @@ func newRedisLock(name string, cfg Config, waits bool, acquire acquireFunc, rele
 	if err := cfg.Wait.Check(cfg.Timeout); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	client, err := cfg.PrimaryClient()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return &redisLock{
+	l := &redisLock{
 		name:    name,
-		client:  client,
 		clock:   cfg.Clock,
 		step:    cfg.Step,
 		acquire: acquire,
 		release: release,
 		scripts: newScripts(),
 		wait:    cfg.Wait,
-	}, nil
+		cluster: cfg.Cluster,
+	}
+	if cfg.Cluster {
+		cc, err := cfg.ClusterClient()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		l.client, l.primaryFor = cc, cc.MasterForKey
+		return l, nil
+	}
+	client, err := cfg.PrimaryClient()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	l.client = client
+	l.primaryFor = func(context.Context, string) (*redis.Client, error) { return client, nil }
+	return l, nil
+}
+
+// conn is one connection to the primary that holds key, for a WAIT that must follow a
+// write on the connection that made it. Close it after use.
+func (l *redisLock) conn(ctx context.Context, key string) (*redis.Conn, error) {
+	primary, err := l.primaryFor(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("the primary of %q: %w", key, err)
+	}
+	return primary.Conn(), nil
 }
 
 // Acquire implements Locker. The lease's deadline counts from just before the command
@@ -120,7 +152,10 @@ func (l *redisLock) Extend(ctx context.Context, lease Lease, ttl time.Duration) 
 	start := l.clock.Now()
 	var c commander = l.client
 	if l.wait.Replicas > 0 {
-		conn := l.client.Conn()
+		conn, err := l.conn(ctx, lease.Key)
+		if err != nil {
+			return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)
+		}
 		defer conn.Close()
 		c = conn
 	}
@@ -150,7 +185,10 @@ func (l *redisLock) Extend(ctx context.Context, lease Lease, ttl time.Duration) 
 // failover could promote a replica without it. When the release cannot say that the
 // lock is gone, the acquire's outcome is unknown.
 func (l *redisLock) acquireAndWait(ctx context.Context, key, token string, ttl time.Duration) (int64, error) {
-	conn := l.client.Conn()
+	conn, err := l.conn(ctx, key)
+	if err != nil {
+		return 0, err
+	}
 	defer conn.Close()
 	fence, err := l.acquire(ctx, l, conn, key, token, ttl)
 	if err == nil {

@@ -27,6 +27,9 @@ type Impl struct {
 	Process bool
 	// Waits: it takes Config.Wait (Redis WAIT after each grant and extension).
 	Waits bool
+	// Cluster: it also runs on a Redis Cluster, through a cluster client (Config.Cluster);
+	// a fencing lock keeps its fence counter in its lock key's hash slot.
+	Cluster bool
 	// Options are the library's settings a plan may choose (impl_options); Config.Options
 	// holds their values.
 	Options []Option
@@ -35,9 +38,10 @@ type Impl struct {
 
 // RunsOn reports whether the implementation runs on a topology of kind (cluster's
 // Topology.Kind): its own kind, and for a single-instance lock ("single": one primary
-// at a time) also "replicated", whose clients follow the one primary through Sentinel.
+// at a time) also "replicated", whose clients follow the one primary through Sentinel,
+// and "cluster" when it takes a cluster client (Cluster).
 func (i Impl) RunsOn(kind string) bool {
-	return kind == i.Topology || (i.Topology == "single" && kind == "replicated")
+	return kind == i.Topology || (i.Topology == "single" && kind == "replicated") || (i.Cluster && kind == "cluster")
 }
 
 // Registry holds implementations by name, in registration order.
@@ -71,6 +75,7 @@ func singleImpls() []Impl {
 			Topology:    "single",
 			Steps:       []string{StepGranted},
 			Waits:       true,
+			Cluster:     true,
 			New:         newSetNX,
 		},
 		{
@@ -80,6 +85,7 @@ func singleImpls() []Impl {
 			Topology:    "single",
 			Steps:       []string{StepGranted},
 			Waits:       true,
+			Cluster:     true,
 			New:         newFenced,
 		},
 	}

@@ -41,7 +41,11 @@ func refusedWrite(err error) error {
 // acquireFenced does SET NX PX and, only when it succeeded, INCR of the fence counter,
 // in one script: a fence is never spent on a failed acquire, nor a lock granted without one.
 func acquireFenced(ctx context.Context, l *redisLock, c commander, key, token string, ttl time.Duration) (int64, error) {
-	fence, err := l.scripts.fencedAcquire.Run(ctx, c, []string{key, fenceKey(key)}, token, ttl.Milliseconds()).Int64()
+	fk, err := l.fenceKey(key)
+	if err != nil {
+		return 0, err
+	}
+	fence, err := l.scripts.fencedAcquire.Run(ctx, c, []string{key, fk}, token, ttl.Milliseconds()).Int64()
 	switch {
 	case err != nil:
 		return 0, refusedWrite(err)
@@ -51,8 +55,14 @@ func acquireFenced(ctx context.Context, l *redisLock, c commander, key, token st
 	return fence, nil
 }
 
-// fenceKey is the counter of key's fences.
-func fenceKey(key string) string { return key + ":fence" }
+// fenceKey is the counter of key's fences: key:fence, on a Redis Cluster in key's hash
+// slot (clusterFenceKey).
+func (l *redisLock) fenceKey(key string) (string, error) {
+	if l.cluster {
+		return clusterFenceKey(key)
+	}
+	return key + ":fence", nil
+}
 
 // releaseChecked deletes the lock only if it still holds the lease's token.
 func releaseChecked(ctx context.Context, l *redisLock, lease Lease) error {

@@ -21,7 +21,7 @@ func waitingLocker(t *testing.T, c *cluster.Cluster, impl string, client int, w 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return locktest.New(t, get(t, impl), lockimpl.Config{Addrs: ep.Lock, Sentinels: ep.Sentinels, Master: ep.Master, Via: ep.Via, Timeout: 3 * time.Second, Wait: w})
+	return locktest.New(t, get(t, impl), lockimpl.Config{Addrs: ep.Lock, Sentinels: ep.Sentinels, Master: ep.Master, Cluster: ep.Cluster, Via: ep.Via, Timeout: 3 * time.Second, Wait: w})
 }
 
 // TestWaitKeepsOnlyAcknowledgedGrants: with WAIT 1 a grant is kept once the replica has

@@ -61,6 +61,8 @@ func TestParsePlanErrorsNamePlace(t *testing.T) {
 		{"job point on rmw", "{\"faults\": [\n{\"kind\": \"client-pause\", \"point\": \"before-ack\"}]}", 2, "faults[0].point", "never reaches point"},
 		{"wait on single", "{\n \"wait_replicas\": 1, \"wait_timeout\": \"100ms\"}", 2, "wait_replicas", "topology single has none: use topology replicated:2"},
 		{"wait for too many", "{\"topology\": \"replicated:2\",\n \"wait_replicas\": 2, \"wait_timeout\": \"100ms\"}", 2, "wait_replicas", "2 replicas, but topology replicated:2 has 1"},
+		{"wait for more than a cluster's replicas", "{\"topology\": \"cluster:3x1\",\n \"wait_replicas\": 2, \"wait_timeout\": \"100ms\"}", 2, "wait_replicas", "2 replicas, but topology cluster:3x1 has 1"},
+		{"redlock on a cluster", "{\"impl\": \"redlock\",\n \"topology\": \"cluster\"}", 2, "topology", "does not run on topology cluster:3x1"},
 		{"wait without timeout", "{\"topology\": \"replicated\",\n \"wait_replicas\": 1}", 2, "wait_replicas", "without wait_timeout"},
 		{"wait timeout too long", "{\"topology\": \"replicated\", \"timeout\": \"1s\",\n \"wait_replicas\": 1, \"wait_timeout\": \"1s\"}", 2, "wait_timeout", "less than the command timeout"},
 		{"wait timeout alone", "{\"topology\": \"replicated\",\n \"wait_timeout\": \"1s\"}", 2, "wait_timeout", "without wait_replicas"},

@@ -12,19 +12,23 @@ import (
 // resolveReplication checks the plan's WAIT (wait_replicas, wait_timeout) and the lock
 // servers' min-replicas-* settings against its topology and, with a registry, its
 // implementation, into r.Wait and r.MinReplicas. Both count replicas, so both need a
-// replicated topology with that many: on fewer, every grant would be refused.
+// replicated topology or a Redis Cluster with that many per primary: on fewer, every
+// grant would be refused.
 func (p Plan) resolveReplication(r *Resolved, reg *lockimpl.Registry) error {
 	bad := badField
 	replicas := 0
-	if r.Topology.Kind == cluster.Replicated {
+	switch r.Topology.Kind {
+	case cluster.Replicated:
 		replicas = r.Topology.Nodes - 1
+	case cluster.RedisCluster:
+		replicas = r.Topology.Replicas
 	}
 	enough := func(field string, n int) error {
 		switch {
 		case n < 0:
 			return bad(field, "want 0 or more replicas, got %d", n)
-		case n > 0 && r.Topology.Kind != cluster.Replicated:
-			return bad(field, "counts replicas, and topology %s has none: use topology %s:%d or more", r.Topology, cluster.Replicated, n+1)
+		case n > 0 && r.Topology.Kind != cluster.Replicated && r.Topology.Kind != cluster.RedisCluster:
+			return bad(field, "counts replicas, and topology %s has none: use topology %s:%d or more, or %s:3x%d", r.Topology, cluster.Replicated, n+1, cluster.RedisCluster, n)
 		case n > replicas:
 			return bad(field, "%d replicas, but topology %s has %d: every write would wait for replicas that do not exist", n, r.Topology, replicas)
 		}

@@ -81,7 +81,7 @@ func (p Plan) ForImpl(impl lockimpl.Impl, nodes int) (Plan, *TopologyMove, error
 		if len(targets) > 0 {
 			move.Effects = append(move.Effects, fmt.Sprintf("its faults on %s hit one node of %d", strings.Join(targets, ", "), nodes))
 		}
-	case impl.Topology == cluster.Etcd && topo.Kind != cluster.Replicated:
+	case impl.Topology == cluster.Etcd && topo.Kind != cluster.Replicated && topo.Kind != cluster.RedisCluster:
 		// A lock service of one server or of N independent ones becomes the etcd cluster
 		// people deploy; lock-0 leads when a run starts, so a fault on lock-0 strikes the
 		// leader, and the rest of the cluster carries on.

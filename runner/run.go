@@ -324,6 +324,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 			Addrs:     ep.Lock,
 			Sentinels: ep.Sentinels,
 			Master:    ep.Master,
+			Cluster:   ep.Cluster,
 			Via:       ep.Via,
 			Access:    ep.Access,
 			Clock:     env.ClientClock(client),

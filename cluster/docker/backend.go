@@ -250,7 +250,7 @@ func (b *Backend) StartNode(ctx context.Context, cfg cluster.NodeConfig) (cluste
 		return nil, fmt.Errorf("start %s under libfaketime: the clock file reaches a container through a bind mount, which needs a local Docker engine (DOCKER_HOST=%q)", cfg.Name, os.Getenv("DOCKER_HOST"))
 	}
 	return b.start(ctx, spec{name: cfg.Name, mode: "server", port: redisPort, log: "redis.log",
-		args: append(persist, cfg.ExtraArgs...), faketime: cfg.Faketime})
+		args: append(persist, cfg.ExtraArgs...), faketime: cfg.Faketime, clusterBus: cfg.ClusterBus})
 }
 
 // StartSentinel starts a Redis Sentinel. Its configuration file comes first on its command
@@ -282,6 +282,7 @@ type spec struct {
 	args       []string // after the options every server runs with (command)
 	config     string
 	faketime   bool
+	clusterBus bool // Redis Cluster mode: announce the peers address to the other nodes
 }
 
 func (b *Backend) register(n *Node) error {

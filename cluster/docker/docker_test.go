@@ -3,14 +3,19 @@ package docker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/clustermode"
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/cluster/docker"
 )
@@ -210,5 +215,78 @@ func TestRejoinThroughAStaleEndpoint(t *testing.T) {
 	}
 	if n.Isolated() {
 		t.Error("still isolated after Rejoin")
+	}
+}
+
+// TestRedisCluster: cluster:3x1 in containers, its nodes knowing each other by their
+// addresses on the peers network: a cluster client that dials only the client's links
+// (the nodes name their peers addresses, Via maps them) writes keys of every primary and
+// reads them back; then a primary cut off from the others is replaced by its replica,
+// which the majority promotes after the node timeout, and once it rejoins it follows
+// its replacement.
+func TestRedisCluster(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, "cluster:3x1", cluster.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ep, err := c.Endpoints(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: ep.Lock, Protocol: 2, DisableIdentity: true,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			to, ok := ep.Via[addr]
+			if slices.Contains(ep.Lock, addr) {
+				to, ok = addr, true // a seed: a link already
+			}
+			if !ok {
+				return nil, fmt.Errorf("the client was sent to %s, which has no link", addr)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, to)
+		}})
+	defer cc.Close()
+	for i := range 30 {
+		if err := cc.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
+			t.Fatalf("SET k%d: %v", i, err)
+		}
+		if v, err := cc.Get(ctx, fmt.Sprint("k", i)).Int(); err != nil || v != i {
+			t.Fatalf("GET k%d = %d, %v", i, v, err)
+		}
+	}
+
+	old, replica := c.Lock[0], c.Lock[3]
+	if err := old.(cluster.IsolatableNode).Isolate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	awaitFlag(ctx, t, c.Lock[1], replica, "master")
+	if err := old.(cluster.IsolatableNode).Rejoin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	awaitFlag(ctx, t, old, old, "slave")
+	if err := c.AwaitClusterOK(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitFlag waits until observer's CLUSTER NODES shows n with flag.
+func awaitFlag(ctx context.Context, t *testing.T, observer, n cluster.Node, flag string) {
+	t.Helper()
+	var last string
+	for {
+		nodes, err := clustermode.Nodes(ctx, observer.Addr())
+		last = fmt.Sprint(err)
+		for _, x := range nodes {
+			if x.Addr == cluster.PeerAddr(n) {
+				if x.Has(flag) {
+					return
+				}
+				last = fmt.Sprint(x.Flags)
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s never saw %s as %s (last: %s)", observer.Name(), n.Name(), flag, last)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,11 @@ func (b *Backend) start(ctx context.Context, s spec) (*Node, error) {
 		return nil, fmt.Errorf("make directory for %s: %w", s.name, err)
 	}
 	n := &Node{b: b, name: s.name, mode: s.mode, peer: netip.AddrPortFrom(ip, uint16(s.port)), dir: dir}
+	if s.clusterBus {
+		// The container is on two networks; its peers must know it by the one a partition
+		// cuts (the bus keeps its default port, 16379, on that network).
+		s.args = append(slices.Clip(s.args), "--cluster-announce-ip", ip.String())
+	}
 	if b.local {
 		n.logPath = filepath.Join(dir, s.log)
 	}

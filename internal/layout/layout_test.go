@@ -17,12 +17,12 @@ const module = "github.com/locklab/locklab/"
 // maxLines is the size limit of a package, in non-test lines.
 const maxLines = 2100
 
-// overLimit are the packages allowed more for now, each with its limit: cluster (2,713
-// lines: the Redis topologies, Sentinel and its promotion after a TILT, what each Sentinel
-// sees when none promotes, etcd's members, the node interfaces the docker backend adds,
-// the failover's Cutter, starting a topology's servers at once, the external servers'
-// secrets) owes its replication and Sentinel code (replicated.go, sentinel.go) a package
-// of its own. faults (2,498 lines: every fault family, the hold that lets a failover's cut
+// overLimit are the packages allowed more for now, each with its limit: cluster (2,650
+// lines: the Redis topologies with Redis Cluster, Sentinel's promotion after a TILT,
+// etcd's members, the node interfaces the docker backend adds, starting a topology's
+// servers at once, the external servers' secrets; what is said to one Sentinel, one
+// server's replication and a Redis Cluster's forming went to packages of their own)
+// still owes the Sentinel orchestration (sentinel.go) a package of its own. faults (2,498 lines: every fault family, the hold that lets a failover's cut
 // find an instant without a lease, the holds that make its lost grant count (the others
 // held while a container dies), a partition in place once the majority promoted, and the
 // plan's clock that leaves out the time triggers held clients; the client gates went to
@@ -33,7 +33,7 @@ const maxLines = 2100
 // writer that campaign and assess share packages of their own, over a shared page
 // package; cmd/locklab (2,341 lines, with assess) owes its progress displays (the
 // campaign's, the matrix's, the assessment's bar) one.
-var overLimit = map[string]int{"cluster": 2720, "faults": 2500, "campaign": 2130, "report": 2440, "cmd/locklab": 2350}
+var overLimit = map[string]int{"cluster": 2650, "faults": 2500, "campaign": 2130, "report": 2440, "cmd/locklab": 2350}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
@@ -144,7 +144,7 @@ var stage = map[string]int{
 	"histories":           1,
 	"linearizability":     2,
 	"timeline":            3,
-	"cluster":             4, // and its subpackages: access, netproxy, faketime, etcd
+	"cluster":             4, // and its subpackages: access, netproxy, faketime, etcd, clustermode, sentinel, replication
 	"cluster/docker":      5, // a backend of cluster, on the shared pieces (faketime)
 	"cluster/clustertest": 6, // test helpers for every backend
 	"lockimpl":            7, // and libs, subprocess, locktest

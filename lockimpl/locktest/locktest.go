@@ -61,7 +61,7 @@ func ReplicatedLocker(t testing.TB, c *cluster.Cluster, impl lockimpl.Impl, clie
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(t, impl, lockimpl.Config{Addrs: ep.Lock, Sentinels: ep.Sentinels, Master: ep.Master, Via: ep.Via, Timeout: timeout})
+	return New(t, impl, lockimpl.Config{Addrs: ep.Lock, Sentinels: ep.Sentinels, Master: ep.Master, Cluster: ep.Cluster, Via: ep.Via, Timeout: timeout})
 }
 
 // HeldOnKilledServer builds impl against a server of its own, with timeout, takes the

@@ -1,0 +1,152 @@
+// Package replication reads and cuts the replication of one Redis server, by address:
+// its INFO replication, and a Cutter that stops a primary feeding its replicas at an
+// instant when it holds no lease. Package cluster wires them to its servers.
+package replication
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// probeClient is a one-connection client that sends each command once, with no
+// handshake of its own.
+func probeClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1, PoolSize: 1,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		DialTimeout:              time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true,
+	})
+}
+
+// Info is the INFO replication of the server at addr, as fields.
+func Info(ctx context.Context, addr string) (map[string]string, error) {
+	cl := probeClient(addr)
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields, nil
+}
+
+// Cutter is one connection to a primary, kept while a fault looks for an instant to cut
+// its replication when it holds no lease: a look costs a round trip, not a dial.
+type Cutter struct {
+	name string // the primary's, for errors
+	cl   *redis.Client
+}
+
+// NewCutter is a Cutter of the primary name at addr; it dials at its first command.
+// Close it after use.
+func NewCutter(name, addr string) *Cutter {
+	return &Cutter{name: name, cl: probeClient(addr)}
+}
+
+// Close closes the cutter's connection.
+func (k *Cutter) Close() error { return k.cl.Close() }
+
+// Leases is how many keys with an expiry the primary holds. The lock implementations
+// here give every lease a TTL and nothing else one (fence counters have none, and the
+// protected store is another server), so it counts the leases held.
+func (k *Cutter) Leases(ctx context.Context) (int64, error) {
+	info, err := k.cl.Info(ctx, "keyspace").Result()
+	if err != nil {
+		return 0, fmt.Errorf("leases on %s: %w", k.name, err)
+	}
+	return expiringKeys(info), nil
+}
+
+// Cut makes the primary stop feeding its replicas from now on: they are disconnected,
+// and refused when they reconnect, so every write from now on exists only on the primary
+// (asynchronous replication as far behind as it gets). An ACL rule denies SYNC and PSYNC
+// to the default user, which replicas and clients share: clients never send those. Why
+// not a black hole on the replication links: the rule holds whatever path a replica
+// takes, also the direct one Sentinel gives replicas after a failover, and works without
+// a Net. A replica whose link has been down longer than ten times SentinelDownAfter (plus
+// the time since the primary was seen down) is no candidate for Sentinel's promotion.
+//
+// In the same transaction it counts the leases held at the instant of the cut (see
+// Leases), and returns that count; then it sends the command then, if any.
+func (k *Cutter) Cut(ctx context.Context, then ...any) (leases int64, err error) {
+	var keyspace *redis.StringCmd
+	_, err = k.cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		keyspace = p.Info(ctx, "keyspace")
+		p.Do(ctx, "ACL", "SETUSER", "default", "-sync", "-psync")
+		p.Do(ctx, "CLIENT", "KILL", "TYPE", "replica")
+		if len(then) > 0 {
+			p.Do(ctx, then...)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cut replication from %s: %w", k.name, err)
+	}
+	return expiringKeys(keyspace.Val()), nil
+}
+
+// cutPauseLimit bounds how long CutIfIdle pauses writes, should its second round trip be
+// slow or never come: the pause lapses by itself, and that round trip's count shows
+// whether a lease slipped in meanwhile.
+const cutPauseLimit = 100 * time.Millisecond
+
+// CutIfIdle cuts as Cut does, but only when the primary holds no lease, with nothing
+// written between the count and the cut: clients' writes are paused (CLIENT PAUSE WRITE,
+// which stops keys from expiring too) while it counts, and the cut and the unpause come
+// in one transaction that counts again. So no cut is made to be undone because a lease
+// came between a look and the cut, and what was written before the cut has been handed
+// to the replicas' links by then. It returns the leases counted (at the cut when it
+// cut), whether it cut, and how long writes were paused at most (from sending the pause
+// to the last reply, never longer than cutPauseLimit). A cut with leases > 0 means the
+// pause lapsed and a lease came meanwhile: the caller must undo the cut.
+func (k *Cutter) CutIfIdle(ctx context.Context) (leases int64, cut bool, paused time.Duration, err error) {
+	start := time.Now()
+	defer func() { paused = min(time.Since(start), cutPauseLimit) }()
+	var keyspace *redis.StringCmd
+	_, err = k.cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "CLIENT", "PAUSE", cutPauseLimit.Milliseconds(), "WRITE")
+		keyspace = p.Info(ctx, "keyspace")
+		return nil
+	})
+	if err != nil {
+		return 0, false, 0, fmt.Errorf("pause writes on %s to count its leases: %w", k.name, err)
+	}
+	if leases = expiringKeys(keyspace.Val()); leases > 0 {
+		if err := k.cl.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+			return leases, false, 0, fmt.Errorf("unpause writes on %s: %w", k.name, err)
+		}
+		return leases, false, 0, nil
+	}
+	leases, err = k.Cut(ctx, "CLIENT", "UNPAUSE")
+	return leases, err == nil, 0, err
+}
+
+// expiringKeys adds up the expires= counts of an INFO keyspace section
+// ("db0:keys=2,expires=1,avg_ttl=0").
+func expiringKeys(info string) int64 {
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		_, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Split(fields, ",") {
+			if v, ok := strings.CutPrefix(f, "expires="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				total += n
+			}
+		}
+	}
+	return total
+}

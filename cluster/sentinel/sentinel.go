@@ -1,0 +1,122 @@
+// Package sentinel is what locklab says to one Redis Sentinel and reads from it: its
+// configuration file, whether it monitors a primary with every replica and peer, its
+// timing knobs (SENTINEL DEBUG), its TILT mode and a one-line view for error messages.
+// Package cluster runs the Sentinels of a replicated topology with it.
+package sentinel
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// configComment heads every configuration file.
+const configComment = "# written by locklab; Sentinel rewrites this file with what it learns\n"
+
+// Config describes one Sentinel to start.
+type Config struct {
+	Name       string
+	Master     string // master name to monitor
+	MasterAddr string // the primary's peer address (PeerAddr)
+	// AnnounceIP is the address the Sentinel gives the others for itself; "" lets it
+	// find its own.
+	AnnounceIP      string
+	Quorum          int
+	DownAfter       time.Duration
+	FailoverTimeout time.Duration
+	ParallelSyncs   int // replicas re-pointed at once after a promotion
+}
+
+// ConfigFile is the Sentinel configuration: the master to monitor and its timings.
+func (cfg Config) ConfigFile() (string, error) {
+	host, port, err := net.SplitHostPort(cfg.MasterAddr)
+	if err != nil {
+		return "", fmt.Errorf("sentinel %s: master address %q: %w", cfg.Name, cfg.MasterAddr, err)
+	}
+	var b strings.Builder
+	b.WriteString(configComment)
+	if cfg.AnnounceIP != "" {
+		fmt.Fprintf(&b, "sentinel announce-ip %s\n", cfg.AnnounceIP)
+	}
+	b.WriteString("sentinel resolve-hostnames no\n")
+	fmt.Fprintf(&b, "sentinel monitor %s %s %s %d\n", cfg.Master, host, port, cfg.Quorum)
+	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", cfg.Master, cfg.DownAfter.Milliseconds())
+	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", cfg.Master, cfg.FailoverTimeout.Milliseconds())
+	fmt.Fprintf(&b, "sentinel parallel-syncs %s %d\n", cfg.Master, max(1, cfg.ParallelSyncs))
+	return b.String(), nil
+}
+
+// Monitors checks that a Sentinel monitors primary (host:port) as the up master named
+// master, with no failover in progress, and returns what it says of the master.
+func Monitors(ctx context.Context, sc *redis.SentinelClient, master, primary string) (map[string]string, error) {
+	m, err := sc.Master(ctx, master).Result()
+	if err != nil {
+		return nil, err
+	}
+	if addr := net.JoinHostPort(m["ip"], m["port"]); addr != primary {
+		return nil, fmt.Errorf("monitors %s, not %s", addr, primary)
+	}
+	if m["flags"] != "master" {
+		return nil, fmt.Errorf("master flags %q", m["flags"])
+	}
+	return m, nil
+}
+
+// Ready checks that a Sentinel monitors primary (Monitors) and knows replicas replicas
+// and peers other Sentinels, enough of them to agree on a failover.
+func Ready(ctx context.Context, sc *redis.SentinelClient, master, primary string, replicas, peers int) error {
+	m, err := Monitors(ctx, sc, master, primary)
+	if err != nil {
+		return err
+	}
+	switch {
+	case m["num-slaves"] != strconv.Itoa(replicas):
+		return fmt.Errorf("knows %s replicas, want %d", m["num-slaves"], replicas)
+	case m["num-other-sentinels"] != strconv.Itoa(peers):
+		return fmt.Errorf("knows %s other sentinels, want %d", m["num-other-sentinels"], peers)
+	}
+	return sc.CkQuorum(ctx, master).Err()
+}
+
+// Debug sets one of a Sentinel's timing parameters (SENTINEL DEBUG, Redis 7.0+).
+func Debug(ctx context.Context, sc *redis.SentinelClient, param string, d time.Duration) error {
+	if err := sc.Process(ctx, redis.NewStatusCmd(ctx, "sentinel", "debug", param, d.Milliseconds())); err != nil {
+		return fmt.Errorf("sentinel debug %s %s (needs Redis 7.0 or later): %w", param, d, err)
+	}
+	return nil
+}
+
+// View says in one line what a Sentinel sees of the master named master and its replicas:
+// the flags, failover state and replicas' links that explain why no promotion came.
+func View(ctx context.Context, sc *redis.SentinelClient, master string) string {
+	m, err := sc.Master(ctx, master).Result()
+	if err != nil {
+		return "sentinel master: " + err.Error()
+	}
+	v := fmt.Sprintf("master %s flags %s failover-state %s", net.JoinHostPort(m["ip"], m["port"]), m["flags"], m["failover-state"])
+	cmd := redis.NewMapStringStringSliceCmd(ctx, "sentinel", "replicas", master)
+	if err := sc.Process(ctx, cmd); err != nil {
+		return v + ", replicas: " + err.Error()
+	}
+	for _, r := range cmd.Val() {
+		v += fmt.Sprintf(", replica %s flags %s link %s down %sms info-refresh %sms prio %s offset %s",
+			net.JoinHostPort(r["ip"], r["port"]), r["flags"], r["master-link-status"], r["master-link-down-time"],
+			r["info-refresh"], r["slave-priority"], r["slave-repl-offset"])
+	}
+	if tilt, err := Tilts(ctx, sc); err == nil && tilt {
+		v += ", in TILT"
+	}
+	return v
+}
+
+// Tilts says whether a Sentinel is in TILT mode (INFO sentinel).
+func Tilts(ctx context.Context, sc *redis.SentinelClient) (bool, error) {
+	cmd := redis.NewStringCmd(ctx, "info", "sentinel")
+	err := sc.Process(ctx, cmd)
+	return err == nil && strings.Contains(cmd.Val(), "sentinel_tilt:1"), err
+}
