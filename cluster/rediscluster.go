@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/locklab/locklab/cluster/clustermode"
@@ -53,4 +54,51 @@ func (c *Cluster) AwaitClusterOK(ctx context.Context, within time.Duration) erro
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	return clustermode.Await(ctx, c.Members())
+}
+
+// SlotPrimary is the primary serving key's slot, and its replicas, as the first node
+// that answers says.
+func (c *Cluster) SlotPrimary(ctx context.Context, key string) (Node, []Node, error) {
+	p, rs, err := clustermode.PrimaryOf(ctx, c.Members(), key)
+	if err != nil {
+		return nil, nil, err
+	}
+	replicas := make([]Node, len(rs))
+	for i, r := range rs {
+		replicas[i] = c.Lock[r]
+	}
+	return c.Lock[p], replicas, nil
+}
+
+// AwaitClusterPromotion waits, within within, until one of replicas is a primary (the
+// cluster's own failover, or CLUSTER FAILOVER sent to it), and returns it.
+func (c *Cluster) AwaitClusterPromotion(ctx context.Context, replicas []Node, within time.Duration) (Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	members := c.Members()
+	var candidates []int
+	for i, n := range c.Lock {
+		if slices.Contains(replicas, n) {
+			candidates = append(candidates, i)
+		}
+	}
+	i, err := clustermode.AwaitPrimary(ctx, members, candidates)
+	if err != nil {
+		return nil, err
+	}
+	return c.Lock[i], nil
+}
+
+// ClusterFailover sends CLUSTER FAILOVER mode to replica (clustermode.FailoverForce,
+// FailoverTakeover; "" graceful): it starts its own promotion.
+func (c *Cluster) ClusterFailover(ctx context.Context, replica Node, mode string) error {
+	for _, m := range c.Members() {
+		if m.Name == replica.Name() {
+			if err := clustermode.Failover(ctx, m, mode); err != nil {
+				return fmt.Errorf("cluster failover %s: %w", mode, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("cluster failover: %s is no node of the cluster", replica.Name())
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -139,11 +138,7 @@ func (c *Cluster) Role(ctx context.Context, n Node) (string, error) {
 // ReplicationOffset is how far into the replication stream n is: on a replica, what it
 // has received from its primary; on a primary, what it has produced.
 func (c *Cluster) ReplicationOffset(ctx context.Context, n Node) (int64, error) {
-	f, err := replicationInfo(ctx, n)
-	if err != nil {
-		return 0, err
-	}
-	off, err := strconv.ParseInt(f["master_repl_offset"], 10, 64)
+	off, err := replication.Offset(ctx, n.Addr())
 	if err != nil {
 		return 0, fmt.Errorf("replication offset of %s: %w", n.Name(), err)
 	}
@@ -153,28 +148,21 @@ func (c *Cluster) ReplicationOffset(ctx context.Context, n Node) (int64, error) 
 // AwaitReplica waits until replica's link to its primary is up: the sync is done and the
 // stream flows. Bounded by ctx, or by syncTimeout when ctx has no deadline.
 func (c *Cluster) AwaitReplica(ctx context.Context, replica Node) error {
+	return c.awaitReplica(ctx, replica, 0)
+}
+
+// awaitReplica is AwaitReplica, and then until replica has received the stream up to
+// offset want (replication.AwaitCaughtUp).
+func (c *Cluster) awaitReplica(ctx context.Context, replica Node, want int64) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, syncTimeout)
 		defer cancel()
 	}
-	var last string
-	for {
-		f, err := replicationInfo(ctx, replica)
-		switch {
-		case err != nil:
-			last = err.Error()
-		case f["role"] != "slave":
-			last = "role " + f["role"]
-		case f["master_link_status"] == "up":
-			return nil
-		default:
-			last = "master link " + f["master_link_status"]
-		}
-		if !sleepCtx(ctx, pollInterval) {
-			return fmt.Errorf("replica %s not in sync: %w (last: %s)", replica.Name(), ctx.Err(), last)
-		}
+	if err := replication.AwaitCaughtUp(ctx, replica.Addr(), want, pollInterval); err != nil {
+		return fmt.Errorf("replica %s: %w", replica.Name(), err)
 	}
+	return nil
 }
 
 // Cutter cuts the replication of one primary of c (package replication).
@@ -192,27 +180,19 @@ func (c *Cluster) NewCutter(primary Node) *Cutter {
 func (k *Cutter) Primary() Node { return k.primary }
 
 // AwaitCaughtUp waits until every replica of primary has its link up and has received
-// what primary had written when AwaitCaughtUp was called.
+// what primary had written when AwaitCaughtUp was called. On a Redis Cluster its
+// replicas are the nodes that say they replicate it; elsewhere every other data node.
 func (c *Cluster) AwaitCaughtUp(ctx context.Context, primary Node) error {
 	want, err := c.ReplicationOffset(ctx, primary)
 	if err != nil {
 		return err
 	}
 	for _, r := range c.Lock {
-		if r == primary {
+		if r == primary || (c.Topology.Kind == RedisCluster && !replication.Replicates(ctx, r.Addr(), PeerAddr(primary))) {
 			continue
 		}
-		if err := c.AwaitReplica(ctx, r); err != nil {
-			return err
-		}
-		for {
-			off, err := c.ReplicationOffset(ctx, r)
-			if err == nil && off >= want {
-				break
-			}
-			if !sleepCtx(ctx, pollInterval) {
-				return fmt.Errorf("replica %s not caught up with %s: %w", r.Name(), primary.Name(), ctx.Err())
-			}
+		if err := c.awaitReplica(ctx, r, want); err != nil {
+			return fmt.Errorf("not caught up with %s: %w", primary.Name(), err)
 		}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,11 +15,21 @@ import (
 	"github.com/locklab/locklab/workload"
 )
 
-// Failover modes.
+// Failover modes. On the replicated topology: sentinel (the default) and manual; on a
+// Redis Cluster: cluster (the default), force and takeover.
 const (
 	FailoverSentinel = "sentinel" // Redis Sentinel notices the dead primary and promotes a replica
 	FailoverManual   = "manual"   // the harness promotes a replica, as an operator would
+	FailoverCluster  = "cluster"  // the cluster's nodes judge the primary failed and its replica takes over
+	FailoverForce    = "force"    // the harness sends CLUSTER FAILOVER FORCE to the replica: the primaries still vote
+	FailoverTakeover = "takeover" // CLUSTER FAILOVER TAKEOVER: the replica takes the slots without a vote
 )
+
+// failoverModes are the modes of each topology the failover fault runs on, the default first.
+var failoverModes = map[string][]string{
+	cluster.Replicated:   {FailoverSentinel, FailoverManual},
+	cluster.RedisCluster: {FailoverCluster, FailoverForce, FailoverTakeover},
+}
 
 // promoteTimeout bounds the wait for Sentinel's promotion: down-after, election and
 // promotion take about two seconds; a split vote is retried after twice
@@ -30,6 +42,8 @@ func failoverKinds() []KindInfo {
 		Name: "failover",
 		Description: "the primary of the replicated topology dies (kill -9) and a replica is promoted: mode sentinel (default) lets Redis Sentinel notice and elect one, " +
 			"manual promotes the most up-to-date replica by hand and re-registers it with the Sentinels; the fault is in place once a Sentinel names the new primary. " +
+			"On a Redis Cluster the primary serving the slot of the first lock key (k0) dies, and mode cluster (default) lets the other nodes judge it failed and its replica take over after the node timeout, " +
+			"force and takeover send CLUSTER FAILOVER FORCE or TAKEOVER to its replica once it is dead; the fault is in place once that replica says it is a primary. " +
 			"With a point, replication from the primary is cut when the fault starts, at an instant when no lease is held (every client is held before its next acquire until the leases held drain, and writes are paused while the leases are counted and replication cut; the window says for how long), and the primary dies when the target client (or any) next reaches the point " +
 			"with a write made after the cut (e.g. acquire:granted: that grant then exists only on the dead primary); the point must be reached within the duration. " +
 			"The other clients wait before acquiring while the kill is under way (an engine can report a death seconds late). That client is held there until the promotion is done and another client was granted by the new primary and read; that one is held before its write until the first has read (each wait at most the duration), and the run's clients keep going until the first goes on. " +
@@ -44,12 +58,12 @@ func failoverKinds() []KindInfo {
 func buildFailover(s Spec) (Fault, error) {
 	f := &failover{spec: s, mode: s.Mode, window: -1, strikeDone: make(chan struct{})}
 	f.cutting.changed = sync.NewCond(&f.cutting.mu)
-	switch s.Mode {
-	case "":
-		f.mode = FailoverSentinel
-	case FailoverSentinel, FailoverManual:
-	default:
-		return nil, fmt.Errorf("fault failover: mode %q: want %s or %s", s.Mode, FailoverSentinel, FailoverManual)
+	var all []string
+	for _, topo := range []string{cluster.Replicated, cluster.RedisCluster} {
+		all = append(all, failoverModes[topo]...)
+	}
+	if s.Mode != "" && !slices.Contains(all, s.Mode) {
+		return nil, fmt.Errorf("fault failover: mode %q: want one of %s", s.Mode, strings.Join(all, ", "))
 	}
 	switch {
 	case s.Point == "" && s.Target != "" && s.Target != "primary":
@@ -81,7 +95,8 @@ type failover struct {
 	cutNote   string                                      // how the cut was made, for the window's detail
 	lift      func() (clients int, longest time.Duration) // lifts the hold of clients before acquiring (nil: none taken)
 	heldSince time.Time
-	dead      cluster.Node // the primary that was killed
+	dead      cluster.Node   // the primary that was killed
+	replicas  []cluster.Node // on a Redis Cluster: the replicas of the primary it kills
 	promoted  cluster.Node
 	restarted bool // the dead node runs again
 	healed    bool
@@ -105,11 +120,17 @@ func (f *failover) Available(env *Env) error {
 		return fmt.Errorf("failover: %w", ErrNeedsCluster)
 	}
 	c := env.Cluster
-	if c.Topology.Kind != cluster.Replicated || len(c.Sentinels) == 0 {
-		return fmt.Errorf("failover needs topology %s (primary, replicas and Sentinels), not %s", cluster.Replicated, c.Topology)
-	}
-	if len(c.Lock) < 2 {
+	modes, ok := failoverModes[c.Topology.Kind]
+	switch {
+	case !ok || (c.Topology.Kind == cluster.Replicated && len(c.Sentinels) == 0):
+		return fmt.Errorf("failover needs topology %s (primary, replicas and Sentinels) or %s (a Redis Cluster), not %s", cluster.Replicated, cluster.RedisCluster, c.Topology)
+	case len(c.Lock) < 2 || (c.Topology.Kind == cluster.RedisCluster && c.Topology.Replicas < 1):
 		return fmt.Errorf("failover needs a replica to promote: topology %s has none", c.Topology)
+	case f.spec.Mode != "" && !slices.Contains(modes, f.spec.Mode):
+		return fmt.Errorf("failover mode %s does not apply to topology %s (its modes: %s)", f.spec.Mode, c.Topology, strings.Join(modes, ", "))
+	}
+	if f.spec.Mode == "" {
+		f.mode = modes[0]
 	}
 	for _, n := range c.Lock {
 		if cluster.IsExternal(n) {
@@ -183,7 +204,7 @@ func (f *failover) cutWhenIdle(ctx context.Context, env *Env) error {
 	f.holdClients(env)
 	began := f.heldSince
 	var paused time.Duration
-	primary, err := env.Cluster.Primary(ctx)
+	primary, err := f.primary(ctx, env)
 	if err != nil {
 		err = fmt.Errorf("failover: %w", err)
 	} else {
@@ -358,7 +379,7 @@ func (f *failover) strike(ctx context.Context, env *Env, where string, killed ch
 	old := f.cut
 	if old == nil {
 		var err error
-		if old, err = c.Primary(ctx); err != nil {
+		if old, err = f.primary(ctx, env); err != nil {
 			return fmt.Errorf("failover: %w", err)
 		}
 	}
@@ -408,10 +429,38 @@ func (f *failover) strike(ctx context.Context, env *Env, where string, killed ch
 	return nil
 }
 
-// promote has a replica of the dead primary old promoted, by Sentinel or by hand.
+// primary is the primary the fault cuts and kills: the one Sentinel names, or on a Redis
+// Cluster the one serving the first lock key's slot (whose replicas it notes).
+func (f *failover) primary(ctx context.Context, env *Env) (cluster.Node, error) {
+	c := env.Cluster
+	if c.Topology.Kind != cluster.RedisCluster {
+		return c.Primary(ctx)
+	}
+	key := env.LockKey
+	if key == "" {
+		key = workload.KeyName(0)
+	}
+	p, replicas, err := c.SlotPrimary(ctx, key)
+	if err == nil && len(replicas) == 0 {
+		err = fmt.Errorf("%s, the primary of %s, has no replica to promote", p.Name(), key)
+	}
+	f.replicas = replicas
+	return p, err
+}
+
+// promote has a replica of the dead primary old promoted, by Sentinel or by hand; on a
+// Redis Cluster by the cluster, or by CLUSTER FAILOVER sent to its replica.
 func (f *failover) promote(ctx context.Context, c *cluster.Cluster, old cluster.Node, linkDown time.Duration) (cluster.Node, error) {
-	if f.mode == FailoverManual {
+	switch f.mode {
+	case FailoverManual:
 		return c.PromoteByHand(ctx, old)
+	case FailoverCluster:
+		return c.AwaitClusterPromotion(ctx, f.replicas, promoteTimeout)
+	case FailoverForce, FailoverTakeover:
+		if err := c.ClusterFailover(ctx, f.replicas[0], strings.ToUpper(f.mode)); err != nil {
+			return nil, err
+		}
+		return c.AwaitClusterPromotion(ctx, f.replicas, promoteTimeout)
 	}
 	// Only now that the primary is dead: a short failover-timeout on a live primary would
 	// let Sentinel re-point proxied replicas straight at it (see cluster.SteadyFailoverTimeout).
@@ -422,8 +471,13 @@ func (f *failover) promote(ctx context.Context, c *cluster.Cluster, old cluster.
 }
 
 func (f *failover) promoter() string {
-	if f.mode == FailoverManual {
+	switch f.mode {
+	case FailoverManual:
 		return "the harness"
+	case FailoverCluster:
+		return "the cluster"
+	case FailoverForce, FailoverTakeover:
+		return "CLUSTER FAILOVER " + strings.ToUpper(f.mode)
 	}
 	return "Sentinel"
 }
@@ -498,6 +552,11 @@ func (f *failover) rejoin(ctx context.Context, c *cluster.Cluster) error {
 	}
 	if err := f.restart(ctx); err != nil {
 		return err
+	}
+	if c.Topology.Kind == cluster.RedisCluster {
+		// The restarted node reads its nodes.conf, learns of the newer epoch and follows
+		// its replacement by itself.
+		return c.AwaitClusterOK(ctx, promoteTimeout)
 	}
 	return c.AwaitHealthy(ctx, f.promoted)
 }

@@ -111,6 +111,21 @@ func TestFailoverSpecsAreChecked(t *testing.T) {
 	if err := f.Available(NewEnv(single, nil, 2)); err == nil || !strings.Contains(err.Error(), "needs topology replicated") {
 		t.Errorf("on a single server: %v, want a topology error", err)
 	}
+	// A Redis Cluster takes its own modes, and needs a replica.
+	noReplica := clustertest.Start(t, cluster.Topology{Kind: cluster.RedisCluster, Nodes: 3})
+	if err := f.Available(NewEnv(noReplica, nil, 2)); err == nil || !strings.Contains(err.Error(), "has none") {
+		t.Errorf("manual on cluster:3x0: %v, want a refusal for want of a replica", err)
+	}
+	withReplica := clustertest.Start(t, cluster.Topology{Kind: cluster.RedisCluster, Nodes: 6, Replicas: 1})
+	if err := f.Available(NewEnv(withReplica, nil, 2)); err == nil || !strings.Contains(err.Error(), "its modes: cluster, force, takeover") {
+		t.Errorf("manual on cluster:3x1: %v, want a refusal naming the cluster's modes", err)
+	}
+	for _, mode := range []string{"", FailoverTakeover} {
+		f, _ := New(Spec{Kind: "failover", Mode: mode})
+		if err := f.Available(NewEnv(withReplica, nil, 2)); err != nil {
+			t.Errorf("mode %q on cluster:3x1: %v", mode, err)
+		}
+	}
 }
 
 // Without a point the failover strikes at injection: the primary dies, a replica is

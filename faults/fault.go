@@ -53,8 +53,11 @@ type Env struct {
 	Gates            *Gates
 	Rec              *histories.Recorder
 	Clients          int
-	AllowDestructive bool         // faults that destroy data or need the process may act on external servers
-	clocks           []*SkewClock // one per client; see NewEnv
+	AllowDestructive bool // faults that destroy data or need the process may act on external servers
+	// LockKey is the first lock key as the servers see it (the run's namespace and k0):
+	// a fault on a Redis Cluster strikes the primary serving its slot. "" means k0.
+	LockKey string
+	clocks  []*SkewClock // one per client; see NewEnv
 }
 
 // Spec is one scheduled fault: plain data from the plan. Which fields a kind reads is in

@@ -14,10 +14,11 @@ import (
 // ClusterClient is the client of a lock on a Redis Cluster (Config.Cluster): go-redis's
 // cluster client with c.Addrs as its seeds, which learns from the nodes which one serves
 // each slot and follows MOVED and ASK. It keeps NewClient's guarantees: a command whose
-// outcome is unknown (a timeout, a lost connection, also a failed dial) is never sent
-// again, because the cluster client would retry it on the same node and then another
-// (see onceHook); what it redirects was refused by the node it reached (MOVED, ASK,
-// READONLY), so that is sent on. c.Via redirects the addresses the nodes name.
+// outcome is unknown (a timeout, a lost connection) is never sent again, because the
+// cluster client would retry it on the same node and then another (see onceHook); what
+// it sends on was not executed where it went (a failed dial; MOVED, ASK, READONLY: the
+// node refused it). After an unknown outcome it reloads the slot map, so that the next
+// command finds a promoted replica. c.Via redirects the addresses the nodes name.
 func (c Config) ClusterClient() (*redis.ClusterClient, error) {
 	if len(c.Addrs) == 0 {
 		return nil, errors.New("a Redis Cluster lock needs the address of at least one node")
@@ -50,24 +51,28 @@ func (c Config) ClusterClient() (*redis.ClusterClient, error) {
 		}
 	}
 	cc := redis.NewClusterClient(opts)
-	cc.OnNewNode(func(node *redis.Client) { node.AddHook(onceHook{}) })
+	cc.OnNewNode(func(node *redis.Client) { node.AddHook(onceHook{reload: cc.ReloadState}) })
 	return cc, nil
 }
 
 // onceHook hides, from the cluster client around a node's client, what would make it
-// send a command again: an error that is no reply of the server (a timeout, EOF, a
-// failed dial) comes back as an opaque error with the same text. The server's own
-// answers (MOVED, ASK, READONLY, CLUSTERDOWN, NOREPLICAS, a script's error) and redis.Nil
-// pass as they are.
-type onceHook struct{}
+// send a command again: an error after which the command's outcome is unknown (a
+// timeout, EOF) comes back as an opaque error with the same text, and the slot map is
+// reloaded (in the background). The server's own answers (MOVED, ASK, READONLY,
+// CLUSTERDOWN, NOREPLICAS, a script's error), redis.Nil, a failed dial (nothing was
+// sent) and the caller's own deadline pass as they are.
+type onceHook struct {
+	reload func(context.Context)
+}
 
 func (onceHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (onceHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h onceHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if opaque := once(err); opaque != err {
 			cmd.SetErr(opaque)
+			h.reload(context.WithoutCancel(ctx))
 			return opaque
 		}
 		return err
@@ -95,6 +100,7 @@ func once(err error) error {
 	case err == nil, errors.Is(err, redis.Nil), errors.Is(err, redis.ErrClosed), errors.As(err, &reply):
 		return err
 	case errors.As(err, &op) && op.Op == "dial":
+		return err // nothing was sent
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err // the caller's deadline: never retried, and callers look for it
 	}

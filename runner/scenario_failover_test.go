@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
@@ -145,4 +146,75 @@ func logHistory(t *testing.T, rep Report) {
 			float64(op.Call)/1e9, float64(op.Return)/1e9, op.Client, op.Process, op.Kind, op.Outcome, op.Input, op.Output)
 	}
 	t.Logf("history of %s/fencing %s:\n%s", rep.Plan.Name, rep.Plan.Fencing, b.String())
+}
+
+// clusterFailover is failover-loss on a Redis Cluster (cluster:3x1) with failover mode
+// mode: the primary serving the lock key's slot is cut off from its replica, dies at the
+// first grant after the cut, and its replica is promoted.
+func clusterFailover(mode string) func(*plan.Plan) {
+	return func(p *plan.Plan) {
+		p.Name = "failover-loss on a Redis Cluster, " + mode
+		p.Topology = "cluster:3x1"
+		p.Faults[0].Mode = mode
+	}
+}
+
+// The failover-loss story on a Redis Cluster, with each way its replica takes over: the
+// cluster's own failover after the node timeout, CLUSTER FAILOVER FORCE and TAKEOVER.
+// The replica never saw the grant nor the fence counter's increment (in the lock key's
+// slot, on the same primary), so the checkers say what they say of failover-loss:
+// P1, P2 and P3 violated, with and without fencing.
+func TestClusterFailoverLoss(t *testing.T) {
+	illegal := verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.Illegal, lin.L1: lin.OK}
+	for _, backend := range testBackends {
+		for _, mode := range []string{faults.FailoverCluster, faults.FailoverForce, faults.FailoverTakeover} {
+			for _, fencing := range []string{"off", "full"} {
+				if mode != faults.FailoverCluster && fencing == "off" {
+					continue // the mode changes who promotes, not what the store sees
+				}
+				t.Run(backend+"/"+mode+"/"+fencing, func(t *testing.T) {
+					t.Parallel()
+					rep := runPlan(t, nil, scenario(t, "failover-loss", onBackend(backend, func(p *plan.Plan) {
+						clusterFailover(mode)(p)
+						p.Fencing = fencing
+					})))
+					assertVerdicts(t, rep, illegal)
+					assertFaultsFired(t, rep)
+					assertFailoverStruck(t, rep)
+					if t.Failed() {
+						logHistory(t, rep)
+					}
+				})
+			}
+		}
+	}
+}
+
+// The same on a Redis Cluster with WAIT 1 after each grant, the primary killed between
+// the first client's grant and its WAIT: the WAIT fails on the dead primary, so that
+// client never believes, and every property holds. Two replicas per primary: with one,
+// the promoted replica is left with none to acknowledge, and every grant after the
+// failover is refused until the dead primary rejoins (safe, not live).
+func TestClusterFailoverWait(t *testing.T) {
+	ok := verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}
+	for _, backend := range testBackends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			rep := runPlan(t, nil, scenario(t, "failover-loss", onBackend(backend, func(p *plan.Plan) {
+				clusterFailover(faults.FailoverCluster)(p)
+				p.Topology = "cluster:3x2"
+				failoverWait(p)
+			})))
+			assertVerdicts(t, rep, ok)
+			assertFaultsFired(t, rep)
+			assertWindowSays(t, rep, "failover", []struct{ says, condition string }{
+				{"acquire:waiting", "the primary killed between a grant and its WAIT"},
+				{"promoted", "a replica promoted"},
+				{"granted by the new primary", "the other client granted by the new primary within the fault's duration"},
+			})
+			if t.Failed() {
+				logHistory(t, rep)
+			}
+		})
+	}
 }

@@ -29,13 +29,17 @@ type Member struct {
 
 // Args are the server arguments of a cluster node whose peers judge it failed after
 // nodeTimeout (cluster-node-timeout). A replica never moves to another primary by itself
-// (replica migration), so that the layout stays what the plan said.
+// (replica migration), so that the layout stays what the plan said, and a replica whose
+// link to its primary has been down for long may still be promoted (validity factor 0):
+// a fault that cuts replication before it kills the primary wants exactly that replica
+// promoted, as Sentinel does.
 func Args(nodeTimeout time.Duration) []string {
 	return []string{
 		"--cluster-enabled", "yes",
 		"--cluster-config-file", "nodes.conf",
 		"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
 		"--cluster-allow-replica-migration", "no",
+		"--cluster-replica-validity-factor", "0",
 		"--repl-diskless-sync-delay", "0",
 	}
 }
@@ -178,8 +182,8 @@ func awaitKnown(ctx context.Context, members []Member) error {
 }
 
 // Await waits until the cluster of members is whole: every node says cluster_state:ok
-// with every slot served and every member known, and every replica's link to its
-// primary is up.
+// with every slot served and every member known, sees every node without slots as a
+// replica and none as failing, and every replica's link to its primary is up.
 func Await(ctx context.Context, members []Member) error {
 	return poll(ctx, "cluster ok", func() error {
 		for _, m := range members {
@@ -207,6 +211,22 @@ func whole(ctx context.Context, m Member, members int) error {
 		return fmt.Errorf("%s: %s of %d slots ok", m.Name, f["cluster_slots_ok"], Slots)
 	case f["cluster_known_nodes"] != strconv.Itoa(members):
 		return fmt.Errorf("%s: knows %s of %d nodes", m.Name, f["cluster_known_nodes"], members)
+	}
+	text, err := cl.ClusterNodes(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.Name, err)
+	}
+	nodes, err := ParseNodes(text)
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.Name, err)
+	}
+	for _, n := range nodes {
+		switch {
+		case n.Has("fail") || n.Has("fail?"):
+			return fmt.Errorf("%s: sees %s as %v", m.Name, n.Addr, n.Flags)
+		case len(n.Slots) == 0 && n.Primary == "":
+			return fmt.Errorf("%s: sees %s as a primary without slots, not yet a replica", m.Name, n.Addr)
+		}
 	}
 	repl, err := cl.Info(ctx, "replication").Result()
 	if err != nil {
@@ -300,4 +320,133 @@ func ParseNodes(text string) ([]Node, error) {
 		return nil, errors.New("cluster nodes: empty")
 	}
 	return nodes, nil
+}
+
+// Serves says whether n serves slot (its slot ranges "a-b" or "a"; importing and
+// migrating entries "[...]" are not served).
+func (n Node) Serves(slot int) bool {
+	for _, r := range n.Slots {
+		if strings.HasPrefix(r, "[") {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			continue
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				continue
+			}
+		}
+		if a <= slot && slot <= b {
+			return true
+		}
+	}
+	return false
+}
+
+// PrimaryOf is the index in members of the primary serving key's slot, and of its
+// replicas, as the first member that answers says.
+func PrimaryOf(ctx context.Context, members []Member, key string) (primary int, replicas []int, err error) {
+	var errs []error
+	for _, m := range members {
+		primary, replicas, err = primaryOf(ctx, m, members, key)
+		if err == nil {
+			return primary, replicas, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", m.Name, err))
+	}
+	return -1, nil, fmt.Errorf("the primary of %q: %w", key, errors.Join(errs...))
+}
+
+func primaryOf(ctx context.Context, m Member, members []Member, key string) (int, []int, error) {
+	cl := adminClient(m.Admin)
+	defer cl.Close()
+	slot, err := cl.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		return -1, nil, err
+	}
+	text, err := cl.ClusterNodes(ctx).Result()
+	if err != nil {
+		return -1, nil, err
+	}
+	nodes, err := ParseNodes(text)
+	if err != nil {
+		return -1, nil, err
+	}
+	index := func(addr string) int {
+		for i, x := range members {
+			if x.Peer == addr {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, n := range nodes {
+		if !n.Has("master") || n.Has("fail") || !n.Serves(int(slot)) {
+			continue
+		}
+		p := index(n.Addr)
+		if p < 0 {
+			return -1, nil, fmt.Errorf("slot %d is served by %s, no member", slot, n.Addr)
+		}
+		var replicas []int
+		for _, r := range nodes {
+			if r.Primary == n.ID {
+				if i := index(r.Addr); i >= 0 {
+					replicas = append(replicas, i)
+				}
+			}
+		}
+		return p, replicas, nil
+	}
+	return -1, nil, fmt.Errorf("no live primary serves slot %d", slot)
+}
+
+// Role is what the server at addr says it is: "master" or "slave".
+func Role(ctx context.Context, addr string) (string, error) {
+	cl := adminClient(addr)
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return "", err
+	}
+	return fields(info)["role"], nil
+}
+
+// Failover modes of CLUSTER FAILOVER sent to a replica: graceful (""), FORCE (no
+// handshake with its primary, which may be dead) or TAKEOVER (not even the other
+// primaries' votes).
+const (
+	FailoverForce    = "FORCE"
+	FailoverTakeover = "TAKEOVER"
+)
+
+// Failover sends CLUSTER FAILOVER [mode] to replica m: it starts its own promotion.
+func Failover(ctx context.Context, m Member, mode string) error {
+	args := []any{"CLUSTER", "FAILOVER"}
+	if mode != "" {
+		args = append(args, mode)
+	}
+	return do(ctx, m, args...)
+}
+
+// AwaitPrimary waits until one of candidates says it is a primary, and returns it.
+func AwaitPrimary(ctx context.Context, members []Member, candidates []int) (int, error) {
+	found := -1
+	err := poll(ctx, "a promotion", func() error {
+		var seen []string
+		for _, i := range candidates {
+			role, err := Role(ctx, members[i].Admin)
+			if err == nil && role == "master" {
+				found = i
+				return nil
+			}
+			seen = append(seen, fmt.Sprintf("%s: role %q %v", members[i].Name, role, err))
+		}
+		return errors.New(strings.Join(seen, "; "))
+	})
+	return found, err
 }

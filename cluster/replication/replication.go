@@ -6,6 +6,7 @@ package replication
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,51 @@ func Info(ctx context.Context, addr string) (map[string]string, error) {
 		}
 	}
 	return fields, nil
+}
+
+// Offset is how far into the replication stream the server at addr is: on a replica,
+// what it has received from its primary; on a primary, what it has produced.
+func Offset(ctx context.Context, addr string) (int64, error) {
+	f, err := Info(ctx, addr)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(f["master_repl_offset"], 10, 64)
+}
+
+// Replicates says whether the server at addr is a replica of the primary at primary
+// (host:port as the replica names it); false when it does not answer.
+func Replicates(ctx context.Context, addr, primary string) bool {
+	f, err := Info(ctx, addr)
+	return err == nil && f["role"] == "slave" && net.JoinHostPort(f["master_host"], f["master_port"]) == primary
+}
+
+// AwaitCaughtUp waits, looking every poll, until the server at addr is a replica whose
+// link to its primary is up (the sync done, the stream flowing) and which has received
+// the stream up to offset want (0: any). Bounded by ctx.
+func AwaitCaughtUp(ctx context.Context, addr string, want int64, poll time.Duration) error {
+	var last string
+	for {
+		f, err := Info(ctx, addr)
+		off, _ := strconv.ParseInt(f["master_repl_offset"], 10, 64)
+		switch {
+		case err != nil:
+			last = err.Error()
+		case f["role"] != "slave":
+			last = "role " + f["role"]
+		case f["master_link_status"] != "up":
+			last = "master link " + f["master_link_status"]
+		case off < want:
+			last = fmt.Sprintf("at offset %d of %d", off, want)
+		default:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not in sync: %w (last: %s)", ctx.Err(), last)
+		case <-time.After(poll):
+		}
+	}
 }
 
 // Cutter is one connection to a primary, kept while a fault looks for an instant to cut
