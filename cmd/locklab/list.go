@@ -31,7 +31,11 @@ func newListCmd() *cobra.Command {
 				if i.Fencing {
 					fences = "yes"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", i.Name, fences, i.Topology, kind, i.Description)
+				topology := i.Topology
+				if i.Cluster {
+					topology += ",cluster"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", i.Name, fences, topology, kind, i.Description)
 			}
 			fmt.Fprintln(w, "\nIMPLEMENTATION\tOPTION\tDEFAULT\tDRAWN\tDESCRIPTION")
 			for _, i := range reg.List() {
