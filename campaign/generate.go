@@ -46,6 +46,9 @@ type Space struct {
 	Calm    bool   `json:"calm,omitempty"`
 	Careful bool   `json:"careful,omitempty"` // only careful clients: rules that claim nothing for careless ones measured
 	Backend string `json:"backend,omitempty"` // every plan's (plan.Plan.Backend); docker adds partitions
+	// Topologies are the topology kinds drawn (cluster.Single, …, cluster.RedisCluster);
+	// none: every one an implementation runs on.
+	Topologies []string `json:"topologies,omitempty"`
 	// TTL, when set, is every plan's TTL instead of one drawn from 200 ms to 1 s; what the
 	// generator derives from the TTL (work, fault times and lengths, clock jumps) follows it.
 	TTL plan.Duration `json:"ttl,omitzero"`
@@ -55,6 +58,11 @@ type Space struct {
 // leave the 150 ms of lease that plan.Plan.Calm asks for.
 const minCalmTTL = 200 * time.Millisecond
 
+// topologyKinds are the topology kinds a space may draw, in the order a shrink prefers.
+func topologyKinds() []string {
+	return []string{cluster.Single, cluster.Replicated, cluster.Nodes, cluster.Etcd, cluster.RedisCluster}
+}
+
 // fencingModes are the store's fencing modes, in the order a shrink prefers (off first).
 func fencingModes() []string {
 	return []string{string(workload.FencingOff), string(workload.FencingWrites), string(workload.FencingFull)}
@@ -62,7 +70,7 @@ func fencingModes() []string {
 
 // topology kinds an implementation may be drawn on.
 type topoChoice struct {
-	kind  string   // cluster.Single, cluster.Replicated, cluster.Nodes or cluster.Etcd
+	kind  string   // one of topologyKinds
 	kinds []string // fault kinds of the space available on it
 }
 
@@ -151,6 +159,11 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 			return space{}, fmt.Errorf("unknown fencing mode %q (known: %s)", f, strings.Join(fencingModes(), ", "))
 		}
 	}
+	for _, k := range s.Topologies {
+		if !slices.Contains(topologyKinds(), k) {
+			return space{}, fmt.Errorf("unknown topology %q (known: %s)", k, strings.Join(topologyKinds(), ", "))
+		}
+	}
 
 	impls := s.Impls
 	if len(impls) == 0 {
@@ -174,8 +187,9 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 			why = append(why, fmt.Sprintf("%s grants no fencing tokens, so fencing %s is impossible", name, strings.Join(s.Fencings, ",")))
 			continue
 		}
-		for _, topo := range []string{cluster.Single, cluster.Replicated, cluster.Nodes, cluster.Etcd} {
-			if !impl.RunsOn(topo) || (topo == cluster.Etcd && s.Backend == plan.BackendDocker) {
+		for _, topo := range topologyKinds() {
+			if !impl.RunsOn(topo) || (topo == cluster.Etcd && s.Backend == plan.BackendDocker) ||
+				(len(s.Topologies) > 0 && !slices.Contains(s.Topologies, topo)) {
 				continue // etcd members run as local processes only
 			}
 			tc := topoChoice{kind: topo}
@@ -183,7 +197,7 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 				if faults.OnTopology(k, cluster.Topology{Kind: topo}) != nil {
 					continue
 				}
-				if need := gens[k].needs; need == "" || need == topo {
+				if need := gens[k].needs; len(need) == 0 || slices.Contains(need, topo) {
 					tc.kinds = append(tc.kinds, k)
 				}
 			}
@@ -193,7 +207,11 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 			is.topos = append(is.topos, tc)
 		}
 		if len(is.topos) == 0 {
-			why = append(why, fmt.Sprintf("%s runs on no topology where fault kinds %s exist", name, strings.Join(kinds, ",")))
+			if !slices.ContainsFunc(s.Topologies, impl.RunsOn) && len(s.Topologies) > 0 {
+				why = append(why, fmt.Sprintf("%s runs on none of the topologies %s", name, strings.Join(s.Topologies, ",")))
+			} else {
+				why = append(why, fmt.Sprintf("%s runs on no topology where fault kinds %s exist", name, strings.Join(kinds, ",")))
+			}
 			continue
 		}
 		if !slices.ContainsFunc(out.impls, func(o implSpace) bool { return o.impl.Name == name }) {
@@ -268,6 +286,8 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 		topo.Nodes = 3
 	case cluster.Etcd:
 		topo.Nodes = rapid.SampledFrom([]int{1, 3}).Draw(t, "members")
+	case cluster.RedisCluster:
+		topo.Nodes, topo.Replicas = 6, 1 // three primaries, a replica each
 	}
 	p.Topology = topo.String()
 	p.Fencing = rapid.SampledFrom(is.fencings).Draw(t, "fencing")
@@ -310,9 +330,9 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 		case f.Kind == "client-clock" && impl.Process:
 			// The client's own clock moves too, where libfaketime reaches it.
 			p.ClientClock = cluster.ClockFaketime
-		case f.Kind == "failover" && f.Mode == faults.FailoverSentinel:
-			// Sentinel takes about two seconds to promote: the run must go on long
-			// enough after it for the other clients to meet the new primary.
+		case f.Kind == "failover" && (f.Mode == faults.FailoverSentinel || f.Mode == faults.FailoverCluster):
+			// Sentinel, or a cluster's vote, takes about two seconds to promote: the run must
+			// go on long enough after it for the other clients to meet the new primary.
 			run = max(run, f.At.D()+3500*time.Millisecond)
 		case f.Kind == "failover":
 			run = max(run, f.At.D()+2*time.Second)
@@ -420,7 +440,7 @@ type faultEnv struct {
 
 // faultGen draws one fault of a kind.
 type faultGen struct {
-	needs string // topology kind the kind needs; "" for any
+	needs []string // topology kinds the kind needs; nil for any
 	draw  func(*rapid.T, faultEnv) plan.FaultSpec
 }
 
@@ -484,7 +504,7 @@ func faultGens() map[string]faultGen {
 			// Emulation rewrites TTLs with a script, which a replica refuses: on a
 			// replicated topology only libfaketime moves a clock.
 			modes := []string{faults.ClockModeFaketime, faults.ClockModeEmulated}
-			if e.topo.Kind == cluster.Replicated {
+			if e.topo.Kind == cluster.Replicated || e.topo.Kind == cluster.RedisCluster {
 				modes = modes[:1]
 			}
 			f.Mode = rapid.SampledFrom(modes).Draw(t, "clock_mode")
@@ -506,7 +526,7 @@ func faultGens() map[string]faultGen {
 			f.Duration = plan.D(e.ttlQuarters(t, 1, 12))
 			return f
 		}},
-		"partition": {needs: cluster.Replicated, draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
+		"partition": {needs: []string{cluster.Replicated}, draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
 			// The primary, alone or with a Sentinel that still names it, or a replica; long
 			// enough for the Sentinels to fail over.
 			f := plan.FaultSpec{Kind: "partition", Target: rapid.SampledFrom([]string{"redis-0", "redis-0,sentinel-0", fmt.Sprintf("redis-%d", e.topo.Nodes-1)}).Draw(t, "partition_target")}
@@ -514,9 +534,13 @@ func faultGens() map[string]faultGen {
 			f.Duration = plan.D(1500*time.Millisecond + 250*time.Millisecond*time.Duration(rapid.IntRange(0, 8).Draw(t, "partition_250ms")))
 			return f
 		}},
-		"failover": {needs: cluster.Replicated, draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
+		"failover": {needs: []string{cluster.Replicated, cluster.RedisCluster}, draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
 			f := plan.FaultSpec{Kind: "failover"}
-			f.Mode = rapid.SampledFrom([]string{faults.FailoverManual, faults.FailoverSentinel}).Draw(t, "failover_mode")
+			modes := []string{faults.FailoverManual, faults.FailoverSentinel}
+			if e.topo.Kind == cluster.RedisCluster {
+				modes = []string{faults.FailoverTakeover, faults.FailoverForce, faults.FailoverCluster}
+			}
+			f.Mode = rapid.SampledFrom(modes).Draw(t, "failover_mode")
 			if rapid.IntRange(0, 3).Draw(t, "failover_at_time") == 3 {
 				f.Target = "primary"
 				e.start(t, &f)
@@ -544,10 +568,11 @@ func (e faultEnv) clientTarget(t *rapid.T) string {
 }
 
 // lockNodes are the names of a topology's lock servers, as cluster.Start names them:
-// lock-0 … for single and nodes, redis-0 (the first primary) … for replicated.
+// lock-0 … for single and nodes, redis-0 (the first primary) … for replicated and a
+// Redis Cluster.
 func lockNodes(topo cluster.Topology) []string {
 	prefix := "lock-"
-	if topo.Kind == cluster.Replicated {
+	if topo.Kind == cluster.Replicated || topo.Kind == cluster.RedisCluster {
 		prefix = "redis-"
 	}
 	names := make([]string, topo.Nodes)

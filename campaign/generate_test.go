@@ -64,7 +64,7 @@ func TestGeneratedPlansAreValid(t *testing.T) {
 				(from != "peers" || topo.Kind != cluster.Etcd) {
 				t.Fatalf("draw %d: link %s on %s", i, f.Target, p.Topology)
 			}
-			if f.Kind == "failover" && topo.Kind != cluster.Replicated {
+			if f.Kind == "failover" && topo.Kind != cluster.Replicated && topo.Kind != cluster.RedisCluster {
 				t.Fatalf("draw %d: failover on %s", i, p.Topology)
 			}
 			if f.Kind == "server-clock" && f.Mode == faults.ClockModeFaketime && p.ServerClock != cluster.ClockFaketime {
@@ -134,7 +134,7 @@ func TestGeneratorCoversEverything(t *testing.T) {
 	}
 	want := []string{"faults 0", "faults 1", "faults 4", "calm", "work beyond ttl", "topology single", "topology replicated", "topology nodes",
 		"persistence none", "persistence aof-everysec", "persistence aof-always", "clock faketime", "clock emulated",
-		"failover manual", "failover sentinel", "trigger any", "trigger client:"}
+		"failover manual", "failover sentinel", "topology cluster", "trigger any", "trigger client:"}
 	for _, k := range faults.Kinds() {
 		want = append(want, "kind "+k.Name)
 	}
@@ -295,8 +295,29 @@ func TestPlanGenIsDeterministic(t *testing.T) {
 
 // TestLockNodesAreTheClustersNames: the server names the generator targets are the names
 // cluster.Start gives the lock servers of each topology kind.
+// TestGeneratorFailsOverARedisCluster: a space of fenced with failovers draws Redis
+// Clusters, with each of the cluster's failover modes.
+func TestGeneratorFailsOverARedisCluster(t *testing.T) {
+	gen, err := PlanGen(locks.All(), Space{Impls: []string{"fenced"}, Faults: []string{"failover"}, MinFaults: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i := range 400 {
+		p := gen.Example(i + 1)
+		for _, f := range p.Faults {
+			seen[p.Topology+" "+f.Mode]++
+		}
+	}
+	for _, mode := range []string{faults.FailoverCluster, faults.FailoverForce, faults.FailoverTakeover} {
+		if seen["cluster:3x1 "+mode] == 0 {
+			t.Errorf("400 draws never failed over cluster:3x1 in mode %s: %v", mode, seen)
+		}
+	}
+}
+
 func TestLockNodesAreTheClustersNames(t *testing.T) {
-	for _, topo := range []cluster.Topology{{Kind: cluster.Single, Nodes: 1}, {Kind: cluster.Nodes, Nodes: 3}, {Kind: cluster.Replicated, Nodes: 3}} {
+	for _, topo := range []cluster.Topology{{Kind: cluster.Single, Nodes: 1}, {Kind: cluster.Nodes, Nodes: 3}, {Kind: cluster.Replicated, Nodes: 3}, {Kind: cluster.RedisCluster, Nodes: 6, Replicas: 1}} {
 		c := clustertest.Start(t, topo)
 		var got []string
 		for _, n := range c.Lock {

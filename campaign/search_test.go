@@ -261,3 +261,29 @@ func TestAFailedRunKeepsItsDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchFindsClusterFailoverLoss: random search over fenced with failovers on a
+// Redis Cluster finds the lost grant (P1 or P3 broken) and confirms it in a re-run. A
+// failover at a point makes the loss by construction once the point is reached; the
+// search is bounded by its plans, and says what did not come.
+func TestSearchFindsClusterFailoverLoss(t *testing.T) {
+	reg := locks.All()
+	class, err := ClassByID(reg, "cluster-failover-loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sum, err := Search(ctx, SearchOptions{
+		Registry: reg, Class: &class, StopAtDetection: true, Seed: 1, MaxRuns: 30, Parallel: 2,
+		Out: t.TempDir(), Confirm: 1, ShrinkTime: time.Second, Backend: clustertest.Backend(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Detected {
+		t.Fatalf("no confirmed cluster-failover-loss detection in %d runs (interrupted: %v): %d detections did not reproduce, %d runs perturbed, %d errors: %+v",
+			sum.Runs, sum.Interrupted, sum.Unconfirmed["cluster-failover-loss"], sum.Perturbed, sum.Errors, sum.RunErrors)
+	}
+	t.Logf("detected after %d runs", sum.Runs)
+}

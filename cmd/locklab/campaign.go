@@ -22,14 +22,14 @@ import (
 
 func newCampaignCmd() *cobra.Command {
 	var (
-		o                          campaign.SearchOptions
-		impls, faultKinds, fencing []string
-		maxFaults                  int
-		ttl                        time.Duration
-		seed                       int64
-		shard, class, backend      string
-		calm, failOnFindings       bool
-		th                         gate.Thresholds
+		o                                      campaign.SearchOptions
+		impls, faultKinds, fencing, topologies []string
+		maxFaults                              int
+		ttl                                    time.Duration
+		seed                                   int64
+		shard, class, backend                  string
+		calm, failOnFindings                   bool
+		th                                     gate.Thresholds
 	)
 	cmd := &cobra.Command{
 		Use:   "campaign",
@@ -77,12 +77,12 @@ found its class is never inconclusive).`,
 				return &statusError{exitError, err}
 			}
 			o.Registry, o.Thresholds = reg, &th
-			o.Space = campaign.Space{Impls: campaignTrim(impls), Faults: campaignTrim(faultKinds), Fencings: campaignTrim(fencing), MaxFaults: maxFaults, Calm: calm, Backend: backend, TTL: plan.D(ttl)}
+			o.Space = campaign.Space{Impls: campaignTrim(impls), Faults: campaignTrim(faultKinds), Fencings: campaignTrim(fencing), Topologies: campaignTrim(topologies), MaxFaults: maxFaults, Calm: calm, Backend: backend, TTL: plan.D(ttl)}
 			if fs.Changed("max-faults") && maxFaults == 0 {
 				o.Space.MaxFaults = -1
 			}
 			if class != "" {
-				for _, name := range []string{"impl", "faults", "fencing", "max-faults", "calm", "ttl"} {
+				for _, name := range []string{"impl", "faults", "fencing", "topology", "max-faults", "calm", "ttl"} {
 					if fs.Changed(name) {
 						return &statusError{exitError, fmt.Errorf("flag --%s: --class sets the space itself", name)}
 					}
@@ -97,7 +97,7 @@ found its class is never inconclusive).`,
 				return &statusError{exitError, fmt.Errorf("flag --ttl: %w", err)}
 			}
 			if _, err := campaign.PlanGen(reg, o.Space); err != nil && o.Class == nil {
-				return &statusError{exitError, fmt.Errorf("flags --impl/--faults/--fencing: %w", err)}
+				return &statusError{exitError, fmt.Errorf("flags --impl/--faults/--fencing/--topology: %w", err)}
 			}
 			o.Shard = campaign.Shard{I: 0, N: 1}
 			if shard != "" {
@@ -148,6 +148,7 @@ found its class is never inconclusive).`,
 	f.StringSliceVar(&impls, "impl", nil, "implementations to draw from (default: all; see locklab list)")
 	f.StringSliceVar(&faultKinds, "faults", nil, `fault kinds to draw from (default: all; "none" for fault-free plans)`)
 	f.StringSliceVar(&fencing, "fencing", nil, "fencing modes to draw from: off, writes, full (default: all an implementation supports)")
+	f.StringSliceVar(&topologies, "topology", nil, "topology kinds to draw from: single, replicated, nodes, etcd, cluster (default: every one an implementation runs on)")
 	f.IntVar(&maxFaults, "max-faults", campaign.DefaultMaxFaults, "faults per plan at most")
 	f.BoolVar(&calm, "calm", false, "only calm workloads: work at most a quarter of the TTL")
 	f.DurationVar(&ttl, "ttl", 0, "every plan's TTL, in whole milliseconds (default: drawn from 200ms to 1s per plan); work and fault times follow it")

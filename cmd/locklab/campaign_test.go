@@ -21,7 +21,10 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.json")
 	wantRefused(t, []flagCase{
-		{[]string{"campaign", "--impl", "nope", "--out", dir}, `flags --impl/--faults/--fencing: unknown lock implementation "nope"`},
+		{[]string{"campaign", "--impl", "nope", "--out", dir}, `flags --impl/--faults/--fencing/--topology: unknown lock implementation "nope"`},
+		{[]string{"campaign", "--topology", "ring", "--out", dir}, `unknown topology "ring" (known: single, replicated, nodes, etcd, cluster)`},
+		{[]string{"campaign", "--impl", "redlock", "--topology", "cluster", "--out", dir}, "redlock runs on none of the topologies cluster"},
+		{[]string{"campaign", "--class", "clock-jump", "--topology", "cluster", "--out", dir}, "flag --topology: --class sets the space itself"},
 		{[]string{"campaign", "--faults", "client-paws", "--out", dir}, `unknown fault kind "client-paws"`},
 		{[]string{"campaign", "--fencing", "fool", "--out", dir}, `unknown fencing mode "fool"`},
 		{[]string{"campaign", "--impl", "setnx", "--fencing", "full", "--out", dir}, "setnx grants no fencing tokens"},
