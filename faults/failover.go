@@ -438,7 +438,7 @@ func (f *failover) primary(ctx context.Context, env *Env) (cluster.Node, error) 
 	}
 	key := env.LockKey
 	if key == "" {
-		key = workload.KeyName(0)
+		key = workload.LockKey("", workload.KeyName(0))
 	}
 	p, replicas, err := c.SlotPrimary(ctx, key)
 	if err == nil && len(replicas) == 0 {

@@ -54,8 +54,9 @@ type Env struct {
 	Rec              *histories.Recorder
 	Clients          int
 	AllowDestructive bool // faults that destroy data or need the process may act on external servers
-	// LockKey is the first lock key as the servers see it (the run's namespace and k0):
-	// a fault on a Redis Cluster strikes the primary serving its slot. "" means k0.
+	// LockKey is the first lock key as the servers see it (workload.LockKey of the run's
+	// namespace and k0): a fault on a Redis Cluster strikes the primary serving its slot,
+	// which the key's hash tag decides. "" means no namespace.
 	LockKey string
 	clocks  []*SkewClock // one per client; see NewEnv
 }

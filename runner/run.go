@@ -289,7 +289,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	}
 	lockers := make([]lockimpl.Locker, p.Clients)
 	ns := namespace()
-	env.LockKey = ns + workload.KeyName(0)
+	env.LockKey = workload.LockKey(ns, workload.KeyName(0))
 	wcfg := workload.Config{
 		Clients: p.Clients, Keys: p.Keys, TTL: p.TTL.D(), Work: p.Work.D(), Think: p.Think.D(),
 		Retry: p.Retry.D(), Fencing: r.Fencing, Careless: p.Careless,

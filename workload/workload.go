@@ -72,7 +72,7 @@ type Config struct {
 	Seed    int64
 	// Namespace prefixes every key the clients touch on the servers, so that runs sharing
 	// servers (external ones) never see each other's locks or values. Histories keep the
-	// plain key names.
+	// plain key names. A lock key is LockKey's: the plain name is its hash tag.
 	Namespace string
 
 	StoreAddr func(client int) string // each client may reach the store by its own link
@@ -317,7 +317,7 @@ func (c *client) hook(ctx context.Context, key, point string) (crashed bool) {
 
 func (c *client) acquire(ctx context.Context, key string) (lockimpl.Lease, histories.Outcome, bool) {
 	call := c.rec.Now()
-	lease, err := c.locker.Acquire(ctx, c.cfg.Namespace+key, c.cfg.TTL)
+	lease, err := c.locker.Acquire(ctx, LockKey(c.cfg.Namespace, key), c.cfg.TTL)
 	outcome := lockimpl.Classify(err)
 	out := histories.Output{Token: lease.Token, Fence: lease.Fence, Validity: lease.Validity, Nodes: lease.Nodes, Granted: lease.Granted}
 	if err != nil {
@@ -333,8 +333,13 @@ func (c *client) acquire(ctx context.Context, key string) (lockimpl.Lease, histo
 
 // plain is the lease's key as the history names it, without the namespace.
 func (c *client) plain(lease lockimpl.Lease) string {
-	return strings.TrimPrefix(lease.Key, c.cfg.Namespace)
+	return strings.TrimSuffix(strings.TrimPrefix(lease.Key, c.cfg.Namespace+"{"), "}")
 }
+
+// LockKey is lock key name on the servers: the run's namespace and the name as its hash
+// tag ("ns{k0}"), so that on a Redis Cluster a key's slot, and the primary serving it,
+// depend on the plan's key name alone, the same in every run and replay of a plan.
+func LockKey(namespace, name string) string { return namespace + "{" + name + "}" }
 
 // valid is the careful client's check of its lease right before it touches the store.
 // A lock that renews by itself (lockimpl.Renewer) is asked for the lease as it is now.
