@@ -23,6 +23,7 @@ func partitionKinds() []KindInfo {
 			"the docker backend disconnects its container from the servers' network, as Jepsen partitions hosts. Clients still reach it through their links, " +
 			"so a primary cut off from its replicas and Sentinels keeps serving the clients that still talk to it while the others elect a new one (split brain); " +
 			"a partition that cuts the primary off from a majority of the Sentinels and from a replica is in place once they name a new primary (its duration counts from then; a trigger holds its client until then); " +
+			"on a Redis Cluster, one that cuts off the primary of the first lock key's slot with a replica of its own outside is in place once that replica is promoted (the cut-off primary refuses writes once it has missed the majority for the node timeout, and until then grants what the replica never sees); " +
 			"net-blackhole on client links puts each client on one side. Healing reconnects them; a Sentinel then turns an old primary into a replica, and what only it had is lost",
 		Targets:   "server names separated by commas: redis-N, lock-N, sentinel-N, store",
 		build:     buildPartition,
@@ -99,7 +100,7 @@ func (p *partition) Inject(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	old := p.splitsPrimary(ctx, env.Cluster)
+	old, promote := p.splitsPrimary(ctx, env)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, n := range nodes {
@@ -115,41 +116,65 @@ func (p *partition) Inject(ctx context.Context, env *Env) error {
 		return nil
 	}
 	// A split brain exists once the majority has a primary of its own, however long a loaded
-	// machine makes the election take. Paced as a failover is (the steady pace retried an
-	// election that found no fresh replica INFO 4 h later; docker has no proxied replica).
+	// machine makes the election take.
 	start := time.Now()
-	var n cluster.Node
-	if err = env.Cluster.PrepareFailover(ctx, 0); err == nil {
-		p.paced = true
-		n, err = env.Cluster.AwaitPromotion(ctx, old, promoteTimeout)
-	}
+	n, err := promote(ctx)
 	if err != nil {
-		detail += fmt.Sprintf("; the Sentinels outside promoted no replica in %s", short(time.Since(start)))
+		detail += fmt.Sprintf("; %s promoted no replica in %s", p.promoter(env), short(time.Since(start)))
 		err = fmt.Errorf("partition of %s: %w", old.Name(), err)
 	} else {
-		detail += fmt.Sprintf("; the Sentinels outside promoted %s after %s, from when the duration counts", n.Name(), short(time.Since(start)))
+		detail += fmt.Sprintf("; %s promoted %s after %s, from when the duration counts", p.promoter(env), n.Name(), short(time.Since(start)))
 	}
 	detailWindow(env, p.window, detail)
 	return err
 }
 
-// splitsPrimary is the primary of a replicated topology when the partition cuts it off
-// from a majority of the Sentinels and from a replica (they will promote it); else nil.
-func (p *partition) splitsPrimary(ctx context.Context, c *cluster.Cluster) cluster.Node {
-	if c.Topology.Kind != cluster.Replicated || len(c.Sentinels) == 0 {
-		return nil
+// promoter names who promotes a replica outside the partition.
+func (p *partition) promoter(env *Env) string {
+	if env.Cluster.Topology.Kind == cluster.RedisCluster {
+		return "the cluster's majority"
+	}
+	return "the Sentinels outside"
+}
+
+// splitsPrimary is the primary the partition cuts off from those that will promote one
+// of its replicas, and how to wait for that promotion; nil when it cuts off none. On a
+// replicated topology: the primary cut off from a majority of the Sentinels and from a
+// replica (paced as a failover is: the steady pace retried an election that found no
+// fresh replica INFO 4 h later). On a Redis Cluster: the primary of the first lock key's
+// slot cut off from a majority of the primaries and from a replica of its own.
+func (p *partition) splitsPrimary(ctx context.Context, env *Env) (cluster.Node, func(context.Context) (cluster.Node, error)) {
+	c := env.Cluster
+	outside := func(nodes []cluster.Node) []cluster.Node {
+		return slices.DeleteFunc(slices.Clone(nodes), func(x cluster.Node) bool { return slices.Contains(p.names, x.Name()) })
+	}
+	switch {
+	case c.Topology.Kind == cluster.RedisCluster:
+		primary, replicas, err := c.SlotPrimary(ctx, env.LockKey)
+		free := outside(replicas)
+		if err != nil || !slices.Contains(p.names, primary.Name()) || len(free) == 0 {
+			return nil, nil
+		}
+		return primary, func(ctx context.Context) (cluster.Node, error) {
+			return c.AwaitClusterPromotion(ctx, free, promoteTimeout)
+		}
+	case c.Topology.Kind != cluster.Replicated || len(c.Sentinels) == 0:
+		return nil, nil
 	}
 	primary, err := c.Primary(ctx)
 	if err != nil || !slices.Contains(p.names, primary.Name()) {
-		return nil
+		return nil, nil
 	}
-	outside := func(nodes []cluster.Node) int {
-		return len(slices.DeleteFunc(slices.Clone(nodes), func(x cluster.Node) bool { return slices.Contains(p.names, x.Name()) }))
+	if len(outside(c.Sentinels)) <= len(c.Sentinels)/2 || len(outside(c.Lock)) == 0 {
+		return nil, nil
 	}
-	if outside(c.Sentinels) <= len(c.Sentinels)/2 || outside(c.Lock) == 0 {
-		return nil
+	return primary, func(ctx context.Context) (cluster.Node, error) {
+		if err := c.PrepareFailover(ctx, 0); err != nil {
+			return nil, err
+		}
+		p.paced = true
+		return c.AwaitPromotion(ctx, primary, promoteTimeout)
 	}
-	return primary
 }
 
 // Heal rejoins every server cut off; one that fails stays for the next Heal.

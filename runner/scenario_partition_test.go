@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,5 +59,44 @@ func TestPartitionNeedsDocker(t *testing.T) {
 	_, err := p.Resolve(locks.All())
 	if err == nil || !strings.Contains(err.Error(), "faults[2].kind") || !strings.Contains(err.Error(), "docker backend") {
 		t.Fatalf("split-brain on the process backend: %v; want an error on faults[2].kind naming the docker backend", err)
+	}
+}
+
+// clusterSplitBrain is split-brain on a Redis Cluster (cluster:3x1): the primary of k0's
+// slot (redis-1: the hash tag k0 is slot 8579) is cut off with client 0 on its side,
+// client 1 on the majority's.
+func clusterSplitBrain(p *plan.Plan) {
+	p.Name = "split-brain on a Redis Cluster"
+	p.Topology = "cluster:3x1"
+	p.Faults[0].Target = "client:0->redis-[02345]"
+	p.Faults[1].Target = "client:1->redis-1"
+	p.Faults[2].Target = "redis-1"
+}
+
+// The split-brain story on a Redis Cluster ends otherwise: the cut-off primary refuses
+// every command once it has missed the majority of primaries for the node timeout, which
+// comes before the majority promotes its replica, so the old primary grants nothing more
+// while the new one grants (Sentinel's old primary went on granting for the whole
+// partition). Client 0, held at its grant until the promotion, finds it refusing.
+func TestClusterSplitBrain(t *testing.T) {
+	rep := runPlan(t, nil, scenario(t, "split-brain", clusterSplitBrain))
+	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK})
+	assertFaultsFired(t, rep)
+	assertWindowSays(t, rep, "partition", []struct{ says, condition string }{
+		{"redis-1 cut off", "k0's primary cut off"},
+		{"the cluster's majority promoted redis-4", "its replica promoted by the majority"},
+	})
+	h, err := histories.Load(rep.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := slices.ContainsFunc(h.Ops, func(op histories.Op) bool {
+		return op.Process == 0 && strings.Contains(op.Output.Error, "CLUSTERDOWN")
+	})
+	if !refused {
+		t.Error("client 0 never met the cut-off primary's CLUSTERDOWN: the minority rule did not show")
+	}
+	if t.Failed() {
+		logHistory(t, rep)
 	}
 }
