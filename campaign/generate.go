@@ -534,6 +534,12 @@ func faultGens() map[string]faultGen {
 			f.Duration = plan.D(1500*time.Millisecond + 250*time.Millisecond*time.Duration(rapid.IntRange(0, 8).Draw(t, "partition_250ms")))
 			return f
 		}},
+		"slot-migration": {needs: []string{cluster.RedisCluster}, draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
+			f := plan.FaultSpec{Kind: "slot-migration"}
+			e.start(t, &f)
+			f.Duration = plan.D(e.ttlQuarters(t, 1, 8))
+			return f
+		}},
 		"failover": {needs: []string{cluster.Replicated, cluster.RedisCluster}, draw: func(t *rapid.T, e faultEnv) plan.FaultSpec {
 			f := plan.FaultSpec{Kind: "failover"}
 			modes := []string{faults.FailoverManual, faults.FailoverSentinel}

@@ -122,7 +122,7 @@ type KindInfo struct {
 // lists its kinds in its own file.
 func Kinds() []KindInfo {
 	var all []KindInfo
-	for _, family := range [][]KindInfo{clientKinds(), serverKinds(), networkKinds(), partitionKinds(), failoverKinds()} {
+	for _, family := range [][]KindInfo{clientKinds(), serverKinds(), networkKinds(), partitionKinds(), failoverKinds(), migrationKinds()} {
 		all = append(all, family...)
 	}
 	return all

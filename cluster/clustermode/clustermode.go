@@ -450,3 +450,82 @@ func AwaitPrimary(ctx context.Context, members []Member, candidates []int) (int,
 	})
 	return found, err
 }
+
+// KeySlot is the hash slot of key, as the server at addr computes it.
+func KeySlot(ctx context.Context, addr, key string) (int, error) {
+	cl := adminClient(addr)
+	defer cl.Close()
+	slot, err := cl.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		return 0, fmt.Errorf("slot of %q: %w", key, err)
+	}
+	return int(slot), nil
+}
+
+// migrateBatch is how many keys one MIGRATE moves.
+const migrateBatch = 100
+
+// MigrateSlot starts moving slot from src to dst as redis-cli --cluster reshard does:
+// dst IMPORTING it, src MIGRATING it, then every key of the slot on src moved by MIGRATE
+// (its value and remaining TTL, atomically per batch). It returns how many keys moved.
+// The slot stays in that state, src answering ASK for a key it no longer has, until
+// FinishSlot.
+func MigrateSlot(ctx context.Context, src, dst Member, slot int) (int, error) {
+	srcID, err := ID(ctx, src.Admin)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", src.Name, err)
+	}
+	dstID, err := ID(ctx, dst.Admin)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", dst.Name, err)
+	}
+	if err := do(ctx, dst, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID); err != nil {
+		return 0, err
+	}
+	if err := do(ctx, src, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID); err != nil {
+		return 0, err
+	}
+	host, port, err := net.SplitHostPort(dst.Peer)
+	if err != nil {
+		return 0, fmt.Errorf("%s: peer address: %w", dst.Name, err)
+	}
+	cl := adminClient(src.Admin)
+	defer cl.Close()
+	moved := 0
+	for {
+		keys, err := cl.ClusterGetKeysInSlot(ctx, slot, migrateBatch).Result()
+		if err != nil {
+			return moved, fmt.Errorf("%s: keys of slot %d: %w", src.Name, slot, err)
+		}
+		if len(keys) == 0 {
+			return moved, nil
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		if err := cl.Do(ctx, args...).Err(); err != nil {
+			return moved, fmt.Errorf("%s: migrate %d keys of slot %d to %s: %w", src.Name, len(keys), slot, dst.Name, err)
+		}
+		moved += len(keys)
+	}
+}
+
+// FinishSlot ends a migration of slot to dst: every member assigns it to dst (dst
+// first, then the others, as redis-cli does), and src answers MOVED from then on.
+func FinishSlot(ctx context.Context, members []Member, slot int, dst Member) error {
+	dstID, err := ID(ctx, dst.Admin)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dst.Name, err)
+	}
+	var errs []error
+	for _, m := range append([]Member{dst}, members...) {
+		if role, err := Role(ctx, m.Admin); err != nil || role != "master" {
+			continue // a replica follows its primary; a dead node learns it when it returns
+		}
+		if err := do(ctx, m, "CLUSTER", "SETSLOT", slot, "NODE", dstID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
