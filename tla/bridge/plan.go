@@ -50,8 +50,12 @@ var properties = map[string]linearizability.Property{
 // (it grants fences, so every fencing mode of the config runs) on a single server, whose
 // run must break the same property. Everything is read from the trace and its config:
 // which client stalls and at which step, how long, the fencing mode, whether clients check
-// their validity.
+// their validity. A Failover counterexample becomes failover-loss fitted to it
+// (translateFailover).
 func Translate(cx *Counterexample) (*Translation, error) {
+	if cx.Trace.Spec == "Failover" {
+		return translateFailover(cx)
+	}
 	tr, cfg := cx.Trace, cx.Config
 	prop, ok := properties[tr.Invariant]
 	if !ok {

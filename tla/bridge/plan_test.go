@@ -107,12 +107,31 @@ func checkTiming(t *testing.T, p plan.Plan, point string) {
 
 // The counterexamples whose schedule has no real counterpart are refused with the file
 // and the event.
+// TestTranslateFailover: a Failover counterexample becomes failover-loss fitted to it.
+func TestTranslateFailover(t *testing.T) {
+	for config, want := range map[string]lin.Property{"Failover_async_mutex": lin.P1, "Failover_async_fence": lin.P3} {
+		cx, err := Load(filepath.Join(testdata, config+".trace"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl, err := Translate(cx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := tl.Plan
+		if tl.Breaks != want || p.Topology != "replicated:2" || p.Clients != 2 || len(p.Faults) != 1 ||
+			p.Faults[0].Kind != "failover" || p.Faults[0].Target != "client:0" || tl.Holder != 0 || tl.Successor != 1 {
+			t.Errorf("%s: breaks %s, plan %s %d clients, faults %+v, holder %d successor %d", config, tl.Breaks, p.Topology, p.Clients, p.Faults, tl.Holder, tl.Successor)
+		}
+	}
+}
+
 func TestTranslateRefuses(t *testing.T) {
 	cases := []struct{ config, event, reason string }{
 		{"LeaseLock_clockjump", `<<"server-clock-jump", 2>>`, "server-clock fault"},
 		{"LeaseLock_drift", `<<"tick", 3>>`, "slow client clock"},
-		{"Failover_async_mutex", `<<"crash-primary", (r1 :> 1)>>`, "LeaseLock counterexamples only"},
-		{"Redlock3_restart", `<<"start-attempt", c1, 0>>`, "LeaseLock counterexamples only"},
+		{"Redlock3_restart", `<<"start-attempt", c1, 0>>`, "LeaseLock and Failover counterexamples only"},
+		{"Failover_wait1of2_mutex", `<<"promote-replica", r2, [owner |-> None, tok |-> 0, ctr |-> 0]>>`, "a lagging replica promoted) is not built yet"},
 	}
 	for _, c := range cases {
 		t.Run(c.config, func(t *testing.T) {
