@@ -133,7 +133,18 @@ func (b *ProcessBackend) startEtcd(ctx context.Context, members []etcd.Member, t
 			args:    m.Args(strings.Join(initial, ","), token),
 			spawn:   b.spawn,
 		}
-		n.ready = func(ctx context.Context) error { return etcd.Healthy(ctx, n.addr) }
+		n.ready = func(ctx context.Context) error {
+			if err := etcd.Healthy(ctx, n.addr); err != nil {
+				return err
+			}
+			// /health says nothing of who answered: another run's member may hold the port
+			// this one failed to bind (seen once under load: a healthy member that was not
+			// ours, and ours dead). Only this process's own log can say it serves.
+			if !grewWith(n.logPath, n.proc.logStart, etcd.ReadyMessage) {
+				return fmt.Errorf("%w: a member answers on %s, but %s's log does not say it serves yet", errNotReady, n.addr, n.name)
+			}
+			return nil
+		}
 		if err := b.register(n); err != nil {
 			return nodes, err
 		}

@@ -48,8 +48,9 @@ type ProcessNode struct {
 
 // proc is one run of the server.
 type proc struct {
-	pid    int
-	exited chan struct{} // closed once the process has been reaped
+	pid      int
+	exited   chan struct{} // closed once the process has been reaped
+	logStart int64         // the log's size before this run wrote to it
 }
 
 func newProcessNode(b *ProcessBackend, name, dir string, port int, persist, extra []string) *ProcessNode {
@@ -299,7 +300,7 @@ func (n *ProcessNode) launchLocked() (logStart int64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("start %s on %s: %w", n.kind, n.addr, err)
 	}
-	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{})}
+	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{}), logStart: logStart}
 	go func() {
 		_ = cmd.Wait() // reaps; the exit status shows in the log
 		close(p.exited)

@@ -126,6 +126,9 @@ func (m Member) Args(initial, token string) []string {
 	}
 }
 
+// ReadyMessage is what a member writes to its log once it serves clients.
+const ReadyMessage = "ready to serve client requests"
+
 // Healthy asks a member's /health endpoint, which answers true once the member has a
 // leader and can serve a linearizable read.
 func Healthy(ctx context.Context, addr string) error {
