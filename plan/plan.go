@@ -404,6 +404,9 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 		if err := faults.OnTopology(f.Kind, r.Topology); err != nil {
 			return nil, bad(field+".kind", "%v", err)
 		}
+		if err := faults.ModeOnTopology(f.Kind, f.Mode, r.Topology); err != nil {
+			return nil, bad(field+".mode", "%v", err)
+		}
 		if err := faults.OnBackend(f.Kind, p.Backend); err != nil {
 			return nil, bad(field+".kind", "%v", err)
 		}

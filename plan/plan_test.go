@@ -62,6 +62,8 @@ func TestParsePlanErrorsNamePlace(t *testing.T) {
 		{"wait on single", "{\n \"wait_replicas\": 1, \"wait_timeout\": \"100ms\"}", 2, "wait_replicas", "topology single has none: use topology replicated:2"},
 		{"wait for too many", "{\"topology\": \"replicated:2\",\n \"wait_replicas\": 2, \"wait_timeout\": \"100ms\"}", 2, "wait_replicas", "2 replicas, but topology replicated:2 has 1"},
 		{"wait for more than a cluster's replicas", "{\"topology\": \"cluster:3x1\",\n \"wait_replicas\": 2, \"wait_timeout\": \"100ms\"}", 2, "wait_replicas", "2 replicas, but topology cluster:3x1 has 1"},
+		{"sentinel failover on a cluster", "{\"topology\": \"cluster\", \"faults\": [\n {\"kind\": \"failover\", \"mode\": \"sentinel\"}]}", 2, "faults[0].mode", "its modes: cluster, force, takeover"},
+		{"slot migration on one server", "{\"faults\": [\n {\"kind\": \"slot-migration\", \"duration\": \"1s\"}]}", 2, "faults[0].kind", "moves a slot of a Redis Cluster"},
 		{"redlock on a cluster", "{\"impl\": \"redlock\",\n \"topology\": \"cluster\"}", 2, "topology", "does not run on topology cluster:3x1"},
 		{"wait without timeout", "{\"topology\": \"replicated\",\n \"wait_replicas\": 1}", 2, "wait_replicas", "without wait_timeout"},
 		{"wait timeout too long", "{\"topology\": \"replicated\", \"timeout\": \"1s\",\n \"wait_replicas\": 1, \"wait_timeout\": \"1s\"}", 2, "wait_timeout", "less than the command timeout"},
