@@ -120,14 +120,15 @@ func (f *failover) Available(env *Env) error {
 		return fmt.Errorf("failover: %w", ErrNeedsCluster)
 	}
 	c := env.Cluster
-	modes, ok := failoverModes[c.Topology.Kind]
-	switch {
-	case !ok || (c.Topology.Kind == cluster.Replicated && len(c.Sentinels) == 0):
-		return fmt.Errorf("failover needs topology %s (primary, replicas and Sentinels) or %s (a Redis Cluster), not %s", cluster.Replicated, cluster.RedisCluster, c.Topology)
-	case len(c.Lock) < 2 || (c.Topology.Kind == cluster.RedisCluster && c.Topology.Replicas < 1):
-		return fmt.Errorf("failover needs a replica to promote: topology %s has none", c.Topology)
-	case f.spec.Mode != "" && !slices.Contains(modes, f.spec.Mode):
-		return fmt.Errorf("failover mode %s does not apply to topology %s (its modes: %s)", f.spec.Mode, c.Topology, strings.Join(modes, ", "))
+	modes := failoverModes[c.Topology.Kind]
+	if err := OnTopology("failover", c.Topology); err != nil || modes == nil {
+		return fmt.Errorf("failover needs topology %s or %s, not %s", cluster.Replicated, cluster.RedisCluster, c.Topology)
+	}
+	if len(c.Lock) < 2 || len(c.Sentinels) == 0 && c.Topology.Kind == cluster.Replicated || c.Topology.Kind == cluster.RedisCluster && c.Topology.Replicas < 1 {
+		return fmt.Errorf("failover needs a replica to promote (and on a replicated topology, Sentinels): topology %s has none", c.Topology)
+	}
+	if err := ModeOnTopology("failover", f.spec.Mode, c.Topology); err != nil {
+		return err
 	}
 	if f.spec.Mode == "" {
 		f.mode = modes[0]
