@@ -42,11 +42,14 @@ const bsmRedislockVersion = "v0.10.0"
 // release or refusal. No fencing token.
 type bsmRedislock struct {
 	name   string
-	client *redis.Client
-	rl     *redislock.Client
-	clock  lockimpl.Clock
-	step   lockimpl.StepFunc
-	opts   lockimpl.Options // the plan's options (redislockOptions)
+	client interface {
+		redis.Scripter
+		Close() error
+	}
+	rl    *redislock.Client
+	clock lockimpl.Clock
+	step  lockimpl.StepFunc
+	opts  lockimpl.Options // the plan's options (redislockOptions)
 
 	mu    sync.Mutex
 	locks map[string]*redislock.Lock // live leases by token
@@ -98,19 +101,18 @@ func (l *bsmRedislock) retry() redislock.RetryStrategy {
 func newBSMRedislock(cfg lockimpl.Config) (lockimpl.Locker, error) {
 	cfg = cfg.WithDefaults()
 	const name = "redislock"
-	client, err := cfg.PrimaryClient()
+	l := &bsmRedislock{name: name, clock: cfg.Clock, step: cfg.Step, opts: cfg.Options, locks: map[string]*redislock.Lock{}}
+	var err error
+	if cfg.Cluster {
+		l.client, err = cfg.ClusterClient() // the library takes any Scripter
+	} else {
+		l.client, err = cfg.PrimaryClient()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &bsmRedislock{
-		name:   name,
-		client: client,
-		rl:     redislock.New(client),
-		clock:  cfg.Clock,
-		step:   cfg.Step,
-		opts:   cfg.Options,
-		locks:  map[string]*redislock.Lock{},
-	}, nil
+	l.rl = redislock.New(l.client)
+	return l, nil
 }
 
 // Acquire implements Locker.

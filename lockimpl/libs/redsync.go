@@ -56,7 +56,7 @@ const redsyncVersion = "v4.18.1"
 type redsyncLock struct {
 	name    string
 	rs      *redsync.Redsync
-	clients []*redis.Client
+	clients []redis.UniversalClient
 	quorum  int // redsync's own: len(pools)/2 + 1
 	clock   lockimpl.Clock
 	step    lockimpl.StepFunc
@@ -95,17 +95,29 @@ func redsyncOptions() []lockimpl.Option {
 
 // newRedsync builds the adapter over one pool per cfg.Addrs: go-redis clients from
 // Config.Client, so each command is sent once (redsync's goredis pool calls the client's
-// commands directly: Get returns a wrapper around the *redis.Client).
+// commands directly: Get returns a wrapper around the *redis.Client). On a Redis Cluster
+// (cfg.Cluster) one pool holds the cluster client, which redsync's goredis pool takes as
+// it takes any go-redis client: a Redlock of one "node", the cluster.
 func newRedsync(cfg lockimpl.Config) (lockimpl.Locker, error) {
 	cfg = cfg.WithDefaults()
 	if len(cfg.Addrs) == 0 {
 		return nil, errors.New("redsync: no lock servers")
 	}
-	l := &redsyncLock{name: "redsync", clock: cfg.Clock, step: cfg.Step, quorum: len(cfg.Addrs)/2 + 1}
-	pools := make([]redsyncredis.Pool, len(cfg.Addrs))
-	for i, addr := range cfg.Addrs {
-		c := cfg.Client(addr)
-		l.clients = append(l.clients, c)
+	l := &redsyncLock{name: "redsync", clock: cfg.Clock, step: cfg.Step}
+	if cfg.Cluster {
+		cc, err := cfg.ClusterClient()
+		if err != nil {
+			return nil, fmt.Errorf("redsync: %w", err)
+		}
+		l.clients = []redis.UniversalClient{cc}
+	} else {
+		for _, addr := range cfg.Addrs {
+			l.clients = append(l.clients, cfg.Client(addr))
+		}
+	}
+	l.quorum = len(l.clients)/2 + 1
+	pools := make([]redsyncredis.Pool, len(l.clients))
+	for i, c := range l.clients {
 		pools[i] = goredis.NewPool(c)
 	}
 	l.rs = redsync.New(pools...)

@@ -22,6 +22,7 @@ func Impls() []lockimpl.Impl {
 			Topology:    "nodes",
 			Steps:       []string{lockimpl.StepGranted},
 			Options:     redsyncOptions(),
+			Cluster:     true,
 			New:         newRedsync,
 		},
 		{
@@ -30,6 +31,7 @@ func Impls() []lockimpl.Impl {
 			Topology:    "single",
 			Steps:       []string{lockimpl.StepGranted},
 			Options:     redislockOptions(),
+			Cluster:     true,
 			New:         newBSMRedislock,
 		},
 		{

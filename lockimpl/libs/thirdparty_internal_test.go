@@ -68,7 +68,7 @@ func TestRedsyncClassification(t *testing.T) {
 		}
 	}
 	// The refusal keeps redsync's text and wraps the kind; the rest stays as it is.
-	l := &redsyncLock{clients: make([]*redis.Client, 3), quorum: 2}
+	l := &redsyncLock{clients: make([]redis.UniversalClient, 3), quorum: 2}
 	err := l.classify(&redsync.ErrTaken{Nodes: []int{0, 1, 2}}, lockimpl.ErrNotAcquired)
 	if !errors.Is(err, lockimpl.ErrNotAcquired) || lockimpl.Classify(err) != histories.Fail || !strings.Contains(err.Error(), "lock already taken, locked nodes: [0 1 2]") {
 		t.Errorf("classify(ErrTaken) = %v", err)

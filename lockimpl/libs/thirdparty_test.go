@@ -610,3 +610,9 @@ func TestRueidislockContextOutlivesKeys(t *testing.T) {
 		t.Fatal("the new holder lost its lock")
 	}
 }
+
+// TestRedsyncOnRedisCluster: redsync over one pool holding a cluster client (a Redlock of
+// one node, the cluster) takes keys of every primary.
+func TestRedsyncOnRedisCluster(t *testing.T) {
+	locktest.RunOnRedisCluster(t, []lockimpl.Impl{get(t, "redsync")})
+}

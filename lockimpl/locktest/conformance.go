@@ -34,6 +34,7 @@ func Conformance(t *testing.T, impls ...lockimpl.Impl) {
 		{"CrashAfterGrant", crashAfterGrant},
 		{"BadArguments", badArguments},
 		{"SingleInstanceLocksRunOnReplicated", singleInstanceLocksRunOnReplicated},
+		{"ClusterLocksRunOnRedisCluster", RunOnRedisCluster},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.check(t, impls) })
 	}
@@ -296,6 +297,49 @@ func singleInstanceLocksRunOnReplicated(t *testing.T, impls []lockimpl.Impl) {
 		}
 		if err := a.Release(ctx, lease); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// RunOnRedisCluster: each of impls that takes a cluster client (Impl.Cluster)
+// runs on a Redis Cluster (cluster:3x1, one for all of them), every client through its
+// own links: keys of every primary are exclusive, and released for the next holder.
+func RunOnRedisCluster(t *testing.T, impls []lockimpl.Impl) {
+	var on []lockimpl.Impl
+	for _, impl := range impls {
+		if impl.Cluster {
+			on = append(on, impl)
+		}
+	}
+	if len(on) == 0 {
+		return
+	}
+	c := clustertest.Start(t, cluster.Topology{Kind: cluster.RedisCluster, Nodes: 6, Replicas: 1})
+	forEach(t, on, func(t *testing.T, impl lockimpl.Impl) {
+		if !impl.RunsOn(cluster.RedisCluster) {
+			t.Fatalf("%s takes a cluster client but does not run on %s", impl.Name, cluster.RedisCluster)
+		}
+		ctx := clustertest.Context(t)
+		a, b := ReplicatedLocker(t, c, impl, 0, time.Second), ReplicatedLocker(t, c, impl, 1, time.Second)
+		for _, key := range []string{"{k0}", "{k1}", "{k2}"} { // one key per primary
+			key = impl.Name + key
+			lease, err := a.Acquire(ctx, key, time.Minute)
+			if err != nil {
+				t.Fatalf("Acquire %s: %v", key, err)
+			}
+			if _, err := b.Acquire(ctx, key, time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
+				t.Fatalf("second Acquire of %s: %v; want ErrNotAcquired", key, err)
+			}
+			if err := a.Release(ctx, lease); err != nil {
+				t.Fatalf("Release %s: %v", key, err)
+			}
+			next, err := b.Acquire(ctx, key, time.Minute)
+			if err != nil {
+				t.Fatalf("Acquire %s after its release: %v", key, err)
+			}
+			if err := b.Release(ctx, next); err != nil {
+				t.Fatalf("Release %s: %v", key, err)
+			}
 		}
 	})
 }
