@@ -126,7 +126,23 @@ func newRueidisLock(cfg lockimpl.Config) (lockimpl.Locker, error) {
 		ConnWriteTimeout: cfg.Timeout,
 		DisableRetry:     true,
 	}
-	if len(cfg.Sentinels) == 0 {
+	viaDialer := func(via map[string]string) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
+		// The dialer sees the seeds' and Sentinels' own addresses too: those are not in via.
+		return func(ctx context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+			if to, ok := via[addr]; ok {
+				addr = to
+			}
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	}
+	switch {
+	case cfg.Cluster:
+		// rueidis finds the cluster by CLUSTER SLOTS on its seeds and follows MOVED and ASK.
+		opt.InitAddress = slices.Clone(cfg.Addrs)
+		if len(cfg.Via) > 0 {
+			opt.DialCtxFn = viaDialer(cfg.Via)
+		}
+	case len(cfg.Sentinels) == 0:
 		addr, err := cfg.SingleAddr()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -140,21 +156,14 @@ func newRueidisLock(cfg lockimpl.Config) (lockimpl.Locker, error) {
 		if a.TLS != nil {
 			opt.TLSConfig = a.TLS.Clone()
 		}
-	} else {
+	default:
 		if cfg.Master == "" {
 			return nil, fmt.Errorf("%s: sentinels given without the master name they monitor", name)
 		}
 		opt.InitAddress = slices.Clone(cfg.Sentinels)
 		opt.Sentinel = rueidis.SentinelOption{MasterSet: cfg.Master, Dialer: net.Dialer{Timeout: cfg.Timeout}}
 		if len(cfg.Via) > 0 {
-			via := cfg.Via
-			// The dialer sees the Sentinels' addresses too: those are not in via.
-			opt.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
-				if to, ok := via[addr]; ok {
-					addr = to
-				}
-				return d.DialContext(ctx, "tcp", addr)
-			}
+			opt.DialCtxFn = viaDialer(cfg.Via)
 		}
 	}
 	return &rueidisLock{

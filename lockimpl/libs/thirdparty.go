@@ -42,6 +42,7 @@ func Impls() []lockimpl.Impl {
 			NoExtend:    true,
 			Renews:      true,
 			Options:     rueidisOptions(),
+			Cluster:     true,
 			New:         newRueidisLock,
 		},
 	}

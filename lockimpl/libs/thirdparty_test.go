@@ -616,3 +616,9 @@ func TestRueidislockContextOutlivesKeys(t *testing.T) {
 func TestRedsyncOnRedisCluster(t *testing.T) {
 	locktest.RunOnRedisCluster(t, []lockimpl.Impl{get(t, "redsync")})
 }
+
+// TestRueidislockOnRedisCluster: rueidislock with a rueidis cluster client (its three
+// keys of a lock in their own slots) takes keys of every primary.
+func TestRueidislockOnRedisCluster(t *testing.T) {
+	locktest.RunOnRedisCluster(t, []lockimpl.Impl{get(t, "rueidislock")})
+}
