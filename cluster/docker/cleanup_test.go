@@ -67,23 +67,29 @@ func TestCloseRemovesEverything(t *testing.T) {
 }
 
 // What a locklab process killed without a chance to close its backend left behind is
-// removed by the next backend made on the same host. Not parallel: any backend made
-// meanwhile, by a test running beside it, is such a next backend and removes the orphan's
-// container before it is ready (seen under load with the Redis Cluster test beside it).
-// Go runs the package's parallel tests only after this one has ended.
+// removed by the next backend made on the same host. The orphan's owner is alive while
+// its container starts (a sleep process), so that no backend made meanwhile, by a test
+// beside this one or in another package, removes it before it is ready (seen under
+// load); then the owner dies and the next backend must remove what it left.
 func TestNewRemovesWhatADeadProcessLeft(t *testing.T) {
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
+	t.Parallel()
+	owner := exec.Command("sleep", "600")
+	if err := owner.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer owner.Process.Kill()
 	orphan := newTestBackend(t)
-	orphan.owner = Owner(dead.Process.Pid) // as if that process had made it
+	orphan.owner = Owner(owner.Process.Pid) // as if that process had made it
 	if _, err := orphan.StartNode(context.Background(), cluster.NodeConfig{Name: "orphan"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := leftovers(t, orphan); len(got) != 3 {
 		t.Fatalf("orphan backend has %v, want a container and two networks", got)
 	}
+	if err := owner.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = owner.Wait() // reaped: its pid is gone
 	newTestBackend(t)
 	if got := leftovers(t, orphan); len(got) > 0 {
 		t.Errorf("a new backend left what a dead process made: %v", got)
