@@ -79,6 +79,7 @@ func clusterSplitBrain(p *plan.Plan) {
 // while the new one grants (Sentinel's old primary went on granting for the whole
 // partition). Client 0, held at its grant until the promotion, finds it refusing.
 func TestClusterSplitBrain(t *testing.T) {
+	t.Parallel()
 	rep := runPlan(t, nil, scenario(t, "split-brain", clusterSplitBrain))
 	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK})
 	assertFaultsFired(t, rep)
