@@ -42,13 +42,7 @@ func (c Config) ClusterClient() (*redis.ClusterClient, error) {
 		PoolSize:                 failoverPoolSize,
 	}
 	if len(c.Via) > 0 {
-		d := &net.Dialer{Timeout: c.Timeout}
-		opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if to, ok := c.Via[addr]; ok {
-				addr = to
-			}
-			return d.DialContext(ctx, network, addr)
-		}
+		opts.Dialer = viaDialer(c.Via, c.Timeout)
 	}
 	cc := redis.NewClusterClient(opts)
 	cc.OnNewNode(func(node *redis.Client) { node.AddHook(onceHook{reload: cc.ReloadState}) })

@@ -167,14 +167,19 @@ func newFailoverClient(sentinels []string, master string, via map[string]string,
 		PoolSize:              failoverPoolSize,
 	}
 	if len(via) > 0 {
-		d := &net.Dialer{Timeout: timeout}
-		// The dialer sees the Sentinels' addresses too: those are not in via.
-		opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if to, ok := via[addr]; ok {
-				addr = to
-			}
-			return d.DialContext(ctx, network, addr)
-		}
+		opts.Dialer = viaDialer(via, timeout) // it sees the Sentinels' addresses too
 	}
 	return redis.NewFailoverClient(opts)
+}
+
+// viaDialer dials the address via maps an address to, or the address itself when via
+// has none (a Sentinel's, a seed that is a link already).
+func viaDialer(via map[string]string, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: timeout}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if to, ok := via[addr]; ok {
+			addr = to
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 }
