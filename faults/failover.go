@@ -120,9 +120,8 @@ func (f *failover) Available(env *Env) error {
 		return fmt.Errorf("failover: %w", ErrNeedsCluster)
 	}
 	c := env.Cluster
-	modes := failoverModes[c.Topology.Kind]
-	if err := OnTopology("failover", c.Topology); err != nil || modes == nil {
-		return fmt.Errorf("failover needs topology %s or %s, not %s", cluster.Replicated, cluster.RedisCluster, c.Topology)
+	if err := OnTopology("failover", c.Topology); err != nil {
+		return err // its modes exist from here on
 	}
 	if len(c.Lock) < 2 || len(c.Sentinels) == 0 && c.Topology.Kind == cluster.Replicated || c.Topology.Kind == cluster.RedisCluster && c.Topology.Replicas < 1 {
 		return fmt.Errorf("failover needs a replica to promote (and on a replicated topology, Sentinels): topology %s has none", c.Topology)
@@ -131,7 +130,7 @@ func (f *failover) Available(env *Env) error {
 		return err
 	}
 	if f.spec.Mode == "" {
-		f.mode = modes[0]
+		f.mode = failoverModes[c.Topology.Kind][0]
 	}
 	for _, n := range c.Lock {
 		if cluster.IsExternal(n) {
@@ -437,10 +436,7 @@ func (f *failover) primary(ctx context.Context, env *Env) (cluster.Node, error) 
 	if c.Topology.Kind != cluster.RedisCluster {
 		return c.Primary(ctx)
 	}
-	key := env.LockKey
-	if key == "" {
-		key = workload.LockKey("", workload.KeyName(0))
-	}
+	key := env.firstLockKey()
 	p, replicas, err := c.SlotPrimary(ctx, key)
 	if err == nil && len(replicas) == 0 {
 		err = fmt.Errorf("%s, the primary of %s, has no replica to promote", p.Name(), key)

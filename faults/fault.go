@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/workload"
 )
 
 // Fault is one injectable fault, built from a Spec.
@@ -57,7 +58,7 @@ type Env struct {
 	AllowDestructive bool // faults that destroy data or need the process may act on external servers
 	// LockKey is the first lock key as the servers see it (workload.LockKey of the run's
 	// namespace and k0): a fault on a Redis Cluster strikes the primary serving its slot,
-	// which the key's hash tag decides. "" means no namespace.
+	// which the key's hash tag decides. "" means no namespace (firstLockKey).
 	LockKey string
 	clocks  []*SkewClock // one per client; see NewEnv
 }
@@ -180,6 +181,14 @@ func OnTopology(kind string, t cluster.Topology) error {
 		return fmt.Errorf("fault %s is Redis replication's: an etcd cluster elects its leader itself (to move it, pause, crash or cut off the leader, lock-0 at the start)", kind)
 	}
 	return nil
+}
+
+// firstLockKey is env.LockKey, or k0's key without a namespace when it is not set.
+func (e *Env) firstLockKey() string {
+	if e.LockKey == "" {
+		return workload.LockKey("", workload.KeyName(0))
+	}
+	return e.LockKey
 }
 
 // ModeOnTopology says why a fault of kind cannot take mode on topology t (nil when it

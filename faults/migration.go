@@ -8,7 +8,6 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustermode"
-	"github.com/locklab/locklab/workload"
 )
 
 // migrationKinds are the faults of a Redis Cluster's slot map.
@@ -62,10 +61,7 @@ func (m *migration) Inject(ctx context.Context, env *Env) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := env.Cluster
-	key := env.LockKey
-	if key == "" {
-		key = workload.LockKey("", workload.KeyName(0))
-	}
+	key := env.firstLockKey()
 	primary, _, err := c.SlotPrimary(ctx, key)
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.spec.Kind, err)

@@ -150,7 +150,7 @@ func (p *partition) splitsPrimary(ctx context.Context, env *Env) (cluster.Node, 
 	}
 	switch {
 	case c.Topology.Kind == cluster.RedisCluster:
-		primary, replicas, err := c.SlotPrimary(ctx, env.LockKey)
+		primary, replicas, err := c.SlotPrimary(ctx, env.firstLockKey())
 		free := outside(replicas)
 		if err != nil || !slices.Contains(p.names, primary.Name()) || len(free) == 0 {
 			return nil, nil
