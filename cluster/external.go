@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/cluster/access"
+	"github.com/locklab/locklab/cluster/exactlyonce"
 )
 
 // ErrExternal is what an external server answers to anything that needs its process:
@@ -113,7 +114,7 @@ func (b *ExternalBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, 
 	}
 	pctx, cancel := context.WithTimeout(ctx, externalProbeTimeout)
 	defer cancel()
-	opts := srv.Access.Apply(ExactlyOnce(addr, externalProbeTimeout))
+	opts := srv.Access.Apply(exactlyonce.Options(addr, externalProbeTimeout))
 	opts.PoolSize = 1
 	c := redis.NewClient(opts)
 	defer c.Close()

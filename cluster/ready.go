@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/locklab/locklab/cluster/exactlyonce"
+	"github.com/locklab/locklab/cluster/replication"
 )
 
 // readyTimeout bounds the wait for a server to answer when the caller's ctx has no deadline.
@@ -24,16 +25,12 @@ const pollInterval = 10 * time.Millisecond
 // connection: a refused connection costs a system call or two.
 const refusedPoll = 2 * time.Millisecond
 
+// probeTimeout bounds each probe's dial and round trip: one connection, no HELLO, no
+// CLIENT SETINFO, no retries (exactlyonce.OneConnection), so a probe is one round trip.
+const probeTimeout = time.Second
+
 // errNotReady is the probe's answer while the server is up but not usable yet.
 var errNotReady = errors.New("not ready")
-
-// newProbeClient is a go-redis client that sends nothing but the commands asked for: no
-// HELLO, no CLIENT SETINFO, no retries, so a probe is one round trip.
-func newProbeClient(addr string) *redis.Client {
-	opts := ExactlyOnce(addr, time.Second)
-	opts.PoolSize = 1
-	return redis.NewClient(opts)
-}
 
 // Probe checks that the server at addr is process pid (not some other server that took
 // the port; pid 0: any process) and has finished loading its data. It first checks that the port accepts
@@ -47,18 +44,13 @@ func Probe(ctx context.Context, addr string, pid int) error {
 		return err
 	}
 	conn.Close()
-	c := newProbeClient(addr)
+	c := exactlyonce.OneConnection(addr, probeTimeout)
 	defer c.Close()
 	info, err := c.Info(ctx, "server", "persistence").Result()
 	if err != nil {
 		return err
 	}
-	fields := map[string]string{}
-	for _, line := range strings.Split(info, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			fields[k] = v
-		}
-	}
+	fields := replication.Fields(info)
 	if got, _ := strconv.Atoi(fields["process_id"]); pid != 0 && got != pid {
 		return fmt.Errorf("answered by process %s, not %d", fields["process_id"], pid)
 	}

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/locklab/locklab/cluster/clustermode"
@@ -43,9 +42,14 @@ func (c *Cluster) startRedisCluster(ctx context.Context, b Backend, opts Options
 func (c *Cluster) Members() []clustermode.Member {
 	m := make([]clustermode.Member, len(c.Lock))
 	for i, n := range c.Lock {
-		m[i] = clustermode.Member{Name: n.Name(), Admin: n.Addr(), Peer: PeerAddr(n)}
+		m[i] = member(n)
 	}
 	return m
+}
+
+// member is n as package clustermode knows it.
+func member(n Node) clustermode.Member {
+	return clustermode.Member{Name: n.Name(), Admin: n.Addr(), Peer: PeerAddr(n)}
 }
 
 // AwaitClusterOK waits until every node of a Redis Cluster says the cluster is ok, with
@@ -75,30 +79,22 @@ func (c *Cluster) SlotPrimary(ctx context.Context, key string) (Node, []Node, er
 func (c *Cluster) AwaitClusterPromotion(ctx context.Context, replicas []Node, within time.Duration) (Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	members := c.Members()
-	var candidates []int
-	for i, n := range c.Lock {
-		if slices.Contains(replicas, n) {
-			candidates = append(candidates, i)
-		}
+	candidates := make([]clustermode.Member, len(replicas))
+	for i, n := range replicas {
+		candidates[i] = member(n)
 	}
-	i, err := clustermode.AwaitPrimary(ctx, members, candidates)
+	i, err := clustermode.AwaitPrimary(ctx, candidates)
 	if err != nil {
 		return nil, err
 	}
-	return c.Lock[i], nil
+	return replicas[i], nil
 }
 
 // ClusterFailover sends CLUSTER FAILOVER mode to replica (clustermode.FailoverForce,
 // FailoverTakeover; "" graceful): it starts its own promotion.
 func (c *Cluster) ClusterFailover(ctx context.Context, replica Node, mode string) error {
-	for _, m := range c.Members() {
-		if m.Name == replica.Name() {
-			if err := clustermode.Failover(ctx, m, mode); err != nil {
-				return fmt.Errorf("cluster failover %s: %w", mode, err)
-			}
-			return nil
-		}
+	if err := clustermode.Failover(ctx, member(replica), mode); err != nil {
+		return fmt.Errorf("cluster failover %s: %w", mode, err)
 	}
-	return fmt.Errorf("cluster failover: %s is no node of the cluster", replica.Name())
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/cluster/exactlyonce"
 	"github.com/locklab/locklab/cluster/replication"
 )
 
@@ -67,7 +68,7 @@ func (c *Cluster) awaitReplicas(ctx context.Context) error {
 
 // adminDo sends one command to node n from a fresh one-connection client.
 func adminDo(ctx context.Context, n Node, args ...any) *redis.Cmd {
-	cl := newProbeClient(n.Addr())
+	cl := exactlyonce.OneConnection(n.Addr(), probeTimeout)
 	defer cl.Close()
 	return cl.Do(ctx, args...)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/cluster/exactlyonce"
 	"github.com/locklab/locklab/cluster/sentinel"
 )
 
@@ -137,7 +138,7 @@ func downAfter(i int) time.Duration { return SentinelDownAfter + time.Duration(i
 
 // newSentinelClient talks to one Sentinel for the harness: one connection, no retries.
 func newSentinelClient(addr string) *redis.SentinelClient {
-	opts := ExactlyOnce(addr, sentinelAdminTimeout)
+	opts := exactlyonce.Options(addr, sentinelAdminTimeout)
 	opts.PoolSize = 1
 	return redis.NewSentinelClient(opts)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/exactlyonce"
 )
 
 // Modes of server-clock.
@@ -188,7 +189,7 @@ func (c *serverClock) Heal(ctx context.Context, env *Env) error {
 // serverClient is a one-connection client for the fault's own commands, sent to the
 // server's own address (never through a faulty link), each exactly once.
 func serverClient(addr string) *redis.Client {
-	opts := cluster.ExactlyOnce(addr, pingTimeout)
+	opts := exactlyonce.Options(addr, pingTimeout)
 	opts.PoolSize = 1
 	return redis.NewClient(opts)
 }

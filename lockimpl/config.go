@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/access"
+	"github.com/locklab/locklab/cluster/exactlyonce"
 	"github.com/locklab/locklab/cluster/faketime"
 )
 
@@ -124,17 +124,17 @@ func (c Config) PrimaryClient() (*redis.Client, error) {
 }
 
 // NewClient is a go-redis client that sends each command exactly once, so that an
-// outcome is never misreported (see cluster.ExactlyOnce), to a server that needs no
+// outcome is never misreported (see exactlyonce.Options), to a server that needs no
 // Access. A lock's clients come from Config.Client or PrimaryClient.
 func NewClient(addr string, timeout time.Duration) *redis.Client {
-	return redis.NewClient(cluster.ExactlyOnce(addr, timeout))
+	return redis.NewClient(exactlyonce.Options(addr, timeout))
 }
 
 // Client is NewClient for one of c's addresses, with its Access (c.Timeout as given:
 // constructors call it after WithDefaults). Every go-redis client of a lock, here or in
 // an adapter, is built by it or by PrimaryClient.
 func (c Config) Client(addr string) *redis.Client {
-	return redis.NewClient(c.Access[addr].Apply(cluster.ExactlyOnce(addr, c.Timeout)))
+	return redis.NewClient(c.Access[addr].Apply(exactlyonce.Options(addr, c.Timeout)))
 }
 
 // failoverPoolSize is the failover client's pool size. A lock client runs one command

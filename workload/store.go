@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/exactlyonce"
 )
 
 // Fencing is the protected store's rule for fencing tokens.
@@ -66,7 +66,7 @@ type Store struct {
 // NewStore connects to the store server at addr. Retries are off: a retried write could
 // apply twice while the history shows it once.
 func NewStore(addr string, mode Fencing, timeout time.Duration) *Store {
-	return newStore(cluster.ExactlyOnce(addr, timeout), mode)
+	return newStore(exactlyonce.Options(addr, timeout), mode)
 }
 
 // newStore is NewStore with the client's options (an external store's Access applied).

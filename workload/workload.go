@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/access"
+	"github.com/locklab/locklab/cluster/exactlyonce"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -92,9 +92,9 @@ type Config struct {
 	Jobs *Jobs
 }
 
-// options are ExactlyOnce options for addr, a store or queue address, with its Access.
+// options are exactlyonce.Options for addr, a store or queue address, with its Access.
 func (c *Config) options(addr string) *redis.Options {
-	return c.Access[addr].Apply(cluster.ExactlyOnce(addr, c.Timeout))
+	return c.Access[addr].Apply(exactlyonce.Options(addr, c.Timeout))
 }
 
 // Validate checks the configuration; Run does too, before it builds anything.

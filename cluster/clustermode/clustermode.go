@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/locklab/locklab/cluster/exactlyonce"
+	"github.com/locklab/locklab/cluster/replication"
 )
 
 // Slots is how many hash slots a Redis Cluster has.
@@ -109,14 +112,12 @@ func do(ctx context.Context, m Member, args ...any) error {
 	return nil
 }
 
-// adminClient is a one-connection client that sends each command once.
+// adminClient is a one-connection client that sends each command once
+// (exactlyonce.Options): dials bounded by a second, replies by two.
 func adminClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1, PoolSize: 1,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		DialTimeout:              time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
-		ContextTimeoutEnabled: true,
-	})
+	opts := exactlyonce.Options(addr, 2*time.Second)
+	opts.DialTimeout, opts.PoolSize = time.Second, 1
+	return redis.NewClient(opts)
 }
 
 // busPort is the port m's cluster bus listens on.
@@ -203,7 +204,7 @@ func whole(ctx context.Context, m Member, members int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.Name, err)
 	}
-	f := fields(info)
+	f := replication.Fields(info)
 	switch {
 	case f["cluster_state"] != "ok":
 		return fmt.Errorf("%s: cluster_state %s", m.Name, f["cluster_state"])
@@ -232,7 +233,7 @@ func whole(ctx context.Context, m Member, members int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.Name, err)
 	}
-	if r := fields(repl); r["role"] == "slave" && r["master_link_status"] != "up" {
+	if r := replication.Fields(repl); r["role"] == "slave" && r["master_link_status"] != "up" {
 		return fmt.Errorf("%s: replica, link to its primary %s", m.Name, r["master_link_status"])
 	}
 	return nil
@@ -257,17 +258,6 @@ func poll(ctx context.Context, what string, check func() error) error {
 		case <-time.After(pollInterval):
 		}
 	}
-}
-
-// fields are the key:value lines of an INFO-style text.
-func fields(text string) map[string]string {
-	f := map[string]string{}
-	for _, line := range strings.Split(text, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			f[k] = v
-		}
-	}
-	return f
 }
 
 // Node is one line of CLUSTER NODES.
@@ -407,13 +397,8 @@ func primaryOf(ctx context.Context, m Member, members []Member, key string) (int
 
 // Role is what the server at addr says it is: "master" or "slave".
 func Role(ctx context.Context, addr string) (string, error) {
-	cl := adminClient(addr)
-	defer cl.Close()
-	info, err := cl.Info(ctx, "replication").Result()
-	if err != nil {
-		return "", err
-	}
-	return fields(info)["role"], nil
+	f, err := replication.Info(ctx, addr)
+	return f["role"], err
 }
 
 // Failover modes of CLUSTER FAILOVER sent to a replica: graceful (""), FORCE (no
@@ -433,18 +418,18 @@ func Failover(ctx context.Context, m Member, mode string) error {
 	return do(ctx, m, args...)
 }
 
-// AwaitPrimary waits until one of candidates says it is a primary, and returns it.
-func AwaitPrimary(ctx context.Context, members []Member, candidates []int) (int, error) {
+// AwaitPrimary waits until one of candidates says it is a primary, and returns its index.
+func AwaitPrimary(ctx context.Context, candidates []Member) (int, error) {
 	found := -1
 	err := poll(ctx, "a promotion", func() error {
 		var seen []string
-		for _, i := range candidates {
-			role, err := Role(ctx, members[i].Admin)
+		for i, m := range candidates {
+			role, err := Role(ctx, m.Admin)
 			if err == nil && role == "master" {
 				found = i
 				return nil
 			}
-			seen = append(seen, fmt.Sprintf("%s: role %q %v", members[i].Name, role, err))
+			seen = append(seen, fmt.Sprintf("%s: role %q %v", m.Name, role, err))
 		}
 		return errors.New(strings.Join(seen, "; "))
 	})
@@ -519,7 +504,8 @@ func FinishSlot(ctx context.Context, members []Member, slot int, dst Member) err
 		return fmt.Errorf("%s: %w", dst.Name, err)
 	}
 	var errs []error
-	for _, m := range append([]Member{dst}, members...) {
+	others := slices.DeleteFunc(slices.Clone(members), func(m Member) bool { return m.Name == dst.Name })
+	for _, m := range append([]Member{dst}, others...) {
 		if role, err := Role(ctx, m.Admin); err != nil || role != "master" {
 			continue // a replica follows its primary; a dead node learns it when it returns
 		}

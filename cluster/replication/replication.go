@@ -12,34 +12,30 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
-)
 
-// probeClient is a one-connection client that sends each command once, with no
-// handshake of its own.
-func probeClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1, PoolSize: 1,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		DialTimeout:              time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true,
-	})
-}
+	"github.com/locklab/locklab/cluster/exactlyonce"
+)
 
 // Info is the INFO replication of the server at addr, as fields.
 func Info(ctx context.Context, addr string) (map[string]string, error) {
-	cl := probeClient(addr)
+	cl := exactlyonce.OneConnection(addr, time.Second)
 	defer cl.Close()
 	info, err := cl.Info(ctx, "replication").Result()
 	if err != nil {
 		return nil, err
 	}
+	return Fields(info), nil
+}
+
+// Fields are the key:value lines of an INFO-style text (INFO, CLUSTER INFO).
+func Fields(text string) map[string]string {
 	fields := map[string]string{}
-	for _, line := range strings.Split(info, "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
 			fields[k] = v
 		}
 	}
-	return fields, nil
+	return fields
 }
 
 // Offset is how far into the replication stream the server at addr is: on a replica,
@@ -97,7 +93,7 @@ type Cutter struct {
 // NewCutter is a Cutter of the primary name at addr; it dials at its first command.
 // Close it after use.
 func NewCutter(name, addr string) *Cutter {
-	return &Cutter{name: name, cl: probeClient(addr)}
+	return &Cutter{name: name, cl: exactlyonce.OneConnection(addr, time.Second)}
 }
 
 // Close closes the cutter's connection.

@@ -17,12 +17,12 @@ const module = "github.com/locklab/locklab/"
 // maxLines is the size limit of a package, in non-test lines.
 const maxLines = 2100
 
-// overLimit are the packages allowed more for now, each with its limit: cluster (2,690
+// overLimit are the packages allowed more for now, each with its limit: cluster (2,659
 // lines: the Redis topologies with Redis Cluster and its failovers, Sentinel's promotion after a TILT,
 // etcd's members, the node interfaces the docker backend adds, starting a topology's
 // servers at once, the external servers' secrets; what is said to one Sentinel, one
 // server's replication and a Redis Cluster's forming went to packages of their own)
-// still owes the Sentinel orchestration (sentinel.go) a package of its own. faults (2,705 lines: every fault family, the failover, partition and slot migration of a Redis Cluster too, the hold that lets a failover's cut
+// still owes the Sentinel orchestration (sentinel.go) a package of its own. faults (2,707 lines: every fault family, the failover, partition and slot migration of a Redis Cluster too, the hold that lets a failover's cut
 // find an instant without a lease, the holds that make its lost grant count (the others
 // held while a container dies), a partition in place once the majority promoted, and the
 // plan's clock that leaves out the time triggers held clients; the client gates went to
@@ -33,7 +33,7 @@ const maxLines = 2100
 // writer that campaign and assess share packages of their own, over a shared page
 // package; cmd/locklab (2,341 lines, with assess) owes its progress displays (the
 // campaign's, the matrix's, the assessment's bar) one.
-var overLimit = map[string]int{"cluster": 2690, "faults": 2710, "campaign": 2170, "report": 2440, "cmd/locklab": 2350}
+var overLimit = map[string]int{"cluster": 2660, "faults": 2710, "campaign": 2170, "report": 2440, "cmd/locklab": 2350}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
@@ -139,12 +139,14 @@ func TestDesignListsEveryPackage(t *testing.T) {
 var stage = map[string]int{
 	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0, "internal/mdblock": 0, "internal/browsertest": 0,
 	"internal/gate":       0,
+	"cluster/exactlyonce": 0, // go-redis options every client is built from; imports nothing of ours
 	"internal/workflows":  0,
 	"internal/benchtable": 16, // make bench: runs go test, imports nothing of the flow
 	"histories":           1,
 	"linearizability":     2,
 	"timeline":            3,
-	"cluster":             4, // and its subpackages: access, netproxy, faketime, etcd, clustermode, sentinel, replication
+	"cluster/replication": 3, // one server's replication by address, under cluster and clustermode
+	"cluster":             4, // and its subpackages: access, netproxy, faketime, etcd, clustermode, sentinel (replication and exactlyonce below them)
 	"cluster/docker":      5, // a backend of cluster, on the shared pieces (faketime)
 	"cluster/clustertest": 6, // test helpers for every backend
 	"lockimpl":            7, // and libs, subprocess, locktest

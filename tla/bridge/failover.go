@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,7 +83,7 @@ func translateFailover(cx *Counterexample) (*Translation, error) {
 				return nil, unmappable(ev, "%s had %s's grant: the promotion loses nothing", r, clients[holder])
 			} else if len(had) > 0 {
 				return nil, unmappable(ev, "%s is promoted without %s's grant, which %s had: the failover fault cuts replication to every replica alike, "+
-					"and a cut to some replicas only (a lagging replica promoted) is not built yet", r, clients[holder], strings.Join(sortedKeys(had), ", "))
+					"and a cut to some replicas only (a lagging replica promoted) is not built yet", r, clients[holder], strings.Join(slices.Sorted(maps.Keys(had)), ", "))
 			}
 			promoted = true
 		}
@@ -109,13 +110,4 @@ func translateFailover(cx *Counterexample) (*Translation, error) {
 		return nil, fmt.Errorf("%s: translated plan: %w", tr.File, err)
 	}
 	return &Translation{Plan: p, Breaks: prop, Holder: holder, Successor: successor}, nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var keys []string
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
