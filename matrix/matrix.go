@@ -129,6 +129,8 @@ type Meta struct {
 	// Decided is what the matrix's runs decided, over (run, property) pairs with
 	// something to check: what --min-decided and --max-perturbed judge.
 	Decided gate.Counts `json:"decided"`
+	// Parts are the matrices a merged one was made of (Merge), each with its rows.
+	Parts []Part `json:"parts,omitempty"`
 }
 
 // Impl is one column: an implementation and where its fences come from.

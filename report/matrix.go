@@ -180,16 +180,15 @@ func matrixViewOf(m matrix.Result, links bool, has files) matrixView {
 
 // intro is the line that says what produced the matrix.
 func matrixIntro(m matrix.Result) string {
-	runs := "runs"
-	if m.Meta.Repeat == 1 {
-		runs = "run"
+	s := fmt.Sprintf("Produced by `%s` on %s: %s", m.Meta.Command, m.Meta.Date, perCell(m.Meta.Repeat))
+	if len(m.Meta.Parts) > 0 {
+		parts := make([]string, len(m.Meta.Parts))
+		for i, p := range m.Meta.Parts {
+			parts[i] = fmt.Sprintf("`%s` on %s (%s): %s", p.Meta.Command, p.Meta.Date, perCell(p.Meta.Repeat), strings.Join(p.Scenarios, ", "))
+		}
+		s = fmt.Sprintf("Merged by `%s` from %d matrices, each row from one: %s", m.Meta.Command, len(parts), strings.Join(parts, "; "))
 	}
-	seeds := "the scenario's seed"
-	if m.Meta.Repeat > 1 {
-		seeds = fmt.Sprintf("the scenario's seed + 0 … %d", m.Meta.Repeat-1)
-	}
-	s := fmt.Sprintf("Produced by `%s` on %s: %d %s per cell (seeds: %s), redis-server %s, %s.",
-		m.Meta.Command, m.Meta.Date, m.Meta.Repeat, runs, seeds, m.Meta.RedisVersion, m.Meta.GoVersion)
+	s += fmt.Sprintf("; redis-server %s, %s.", m.Meta.RedisVersion, m.Meta.GoVersion)
 	if m.Meta.Errors > 0 {
 		s += fmt.Sprintf(" %d of %d runs failed to run (err).", m.Meta.Errors, m.Meta.Runs)
 	}
@@ -200,6 +199,14 @@ func matrixIntro(m matrix.Result) string {
 		s += fmt.Sprintf(" **Incomplete:** interrupted after %d of %d runs; cells marked … were not run.", m.Meta.Runs, m.Meta.Planned)
 	}
 	return s
+}
+
+// perCell says how many runs a cell has, and their seeds.
+func perCell(repeat int) string {
+	if repeat == 1 {
+		return "1 run per cell (seed: the scenario's)"
+	}
+	return fmt.Sprintf("%d runs per cell (seeds: the scenario's seed + 0 … %d)", repeat, repeat-1)
 }
 
 // perturbedNote says that run r was perturbed, and which properties it violated under load.

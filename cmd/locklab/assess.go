@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"time"
@@ -11,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/locklab/locklab/assess"
+	"github.com/locklab/locklab/internal/cmdline"
 	"github.com/locklab/locklab/internal/gate"
+	"github.com/locklab/locklab/internal/liveline"
 	"github.com/locklab/locklab/report"
 )
 
@@ -98,14 +99,14 @@ or more than --max-perturbed of the runs perturbed).`,
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			bar := newAssessBar(cmd.ErrOrStderr())
+			bar := &assessBar{line: liveline.New(cmd.ErrOrStderr())}
 			rep, err := assess.Run(cmd.Context(), assess.Options{
 				Registry: reg, Impls: impls, Kinds: kindOf, Budget: budget, Repeat: repeat, Parallel: parallel,
 				Seed: seed, Out: out, Backend: backend, Scenarios: campaignTrim(scenarios), FailOn: classes, CheckTimeout: checkTimeout, Thresholds: th,
-				Command: commandLine(cmd), Register: registration(cmd), Progress: bar.update,
+				Command: cmdline.Of(cmd), Register: registration(cmd), Progress: bar.update,
 				RenderCampaign: report.WriteCampaign, RenderMatrix: report.WriteMatrix,
 			})
-			bar.end()
+			bar.line.End()
 			var oe *assess.OptionError
 			if errors.As(err, &oe) {
 				return &statusError{exitError, fmt.Errorf("flag --%s: %w", assessFlag(oe.Option), oe.Err)}
@@ -181,32 +182,26 @@ func registration(cmd *cobra.Command) string {
 	var parts []string
 	if vals, err := cmd.Flags().GetStringArray(flagImplCmd); err == nil {
 		for _, v := range vals {
-			parts = append(parts, "--"+flagImplCmd, shellQuote(v))
+			parts = append(parts, "--"+flagImplCmd, cmdline.Quote(v))
 		}
 	}
 	if path, _ := cmd.Flags().GetString(flagLocks); path != "" {
-		parts = append(parts, "--"+flagLocks, shellQuote(path))
+		parts = append(parts, "--"+flagLocks, cmdline.Quote(path))
 	}
 	return strings.Join(parts, " ")
 }
 
-// assessBar is the progress of an assessment: a bar of the budget rewritten in place on
-// a terminal, else a line per stage.
+// assessBar is the progress of an assessment: a bar of the budget redrawn in place on a
+// terminal, else a line per stage.
 type assessBar struct {
-	w     io.Writer
-	live  bool
-	open  bool
+	line  *liveline.Line
 	stage string
 }
 
-func newAssessBar(w io.Writer) *assessBar {
-	return &assessBar{w: w, live: isTerminal(w)}
-}
-
 func (b *assessBar) update(p assess.Progress) {
-	if !b.live {
+	if !b.line.Live() {
 		if p.Stage != b.stage {
-			fmt.Fprintf(b.w, "assess: %s (%s of %s)\n", p.Stage, p.Elapsed.Round(time.Second), p.Budget)
+			b.line.Print(fmt.Sprintf("assess: %s (%s of %s)", p.Stage, p.Elapsed.Round(time.Second), p.Budget))
 			b.stage = p.Stage
 		}
 		return
@@ -221,14 +216,6 @@ func (b *assessBar) update(p assess.Progress) {
 	if len(note) > 60 {
 		note = note[:60] + "…"
 	}
-	fmt.Fprintf(b.w, "\r\033[K[%s%s] %s/%s %s %s · %d findings · %s", strings.Repeat("=", done), strings.Repeat(" ", width-done),
-		p.Elapsed.Round(time.Second), p.Budget, p.Stage, count, p.Findings, note)
-	b.open = true
-}
-
-func (b *assessBar) end() {
-	if b.open {
-		fmt.Fprintln(b.w)
-		b.open = false
-	}
+	b.line.Show(fmt.Sprintf("[%s%s] %s/%s %s %s · %d findings · %s", strings.Repeat("=", done), strings.Repeat(" ", width-done),
+		p.Elapsed.Round(time.Second), p.Budget, p.Stage, count, p.Findings, note))
 }

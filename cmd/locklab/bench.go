@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/locklab/locklab/internal/cmdline"
 	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/internal/mdblock"
 	"github.com/locklab/locklab/jobsbench"
@@ -77,7 +78,7 @@ Exit status: 0 the experiment ran (duplicates are its findings), 2 an error or a
 				}
 				return &statusError{exitError, err}
 			}
-			md := report.JobsBenchMarkdown(res, commandLine(cmd))
+			md := report.JobsBenchMarkdown(res, cmdline.Of(cmd))
 			if err := jsonfile.Write(filepath.Join(o.Out, "bench-jobs.json"), res); err != nil {
 				return &statusError{exitError, err}
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/merge"
 	"github.com/locklab/locklab/internal/gate"
+	"github.com/locklab/locklab/internal/liveline"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/report"
@@ -129,15 +129,14 @@ found its class is never inconclusive).`,
 			o.Seed = seed
 			w := cmd.ErrOrStderr()
 			fmt.Fprintf(w, "campaign seed %d (rerun with --seed %d), shard %s, output %s\n", seed, seed, o.Shard, o.Out)
-			o.Progress = campaignProgress(w, isTerminal(w))
+			line := liveline.New(w)
+			o.Progress = campaignProgress(line)
 			o.Render = report.WriteCampaign
 			sum, err := campaign.Search(cmd.Context(), o)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			if isTerminal(w) {
-				fmt.Fprint(w, "\r\033[K")
-			}
+			line.Clear()
 			report.CampaignText(cmd.OutOrStdout(), o.Out, sum)
 			return campaignStatus(sum, failOnFindings)
 		},
@@ -256,31 +255,18 @@ func campaignStatus(s *campaign.Summary, failOnFindings bool) error {
 	return nil
 }
 
-// isTerminal reports whether w is a terminal, where a progress line redraws itself.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// progressPrinter shows a campaign's progress: on a terminal one status line redrawn in
+// campaignProgress shows a campaign's progress: on a terminal one status line redrawn in
 // place, with notes (confirmations, shrinks, detections) above it; elsewhere one line per
 // finished run and per note.
-func campaignProgress(w io.Writer, tty bool) func(campaign.Progress) {
+func campaignProgress(line *liveline.Line) func(campaign.Progress) {
 	return func(p campaign.Progress) {
 		status := campaignStatusLine(p)
-		if tty {
-			if p.Note != "" {
-				fmt.Fprintf(w, "\r\033[K%s\n", p.Note)
-			}
-			fmt.Fprintf(w, "\r\033[K%s", status)
-			return
-		}
 		if p.Note != "" {
-			fmt.Fprintln(w, p.Note)
+			line.Print(p.Note)
+		}
+		if line.Live() {
+			line.Show(status)
+			return
 		}
 		if r := p.Finished; r != nil {
 			verdict := "ok"
@@ -290,7 +276,7 @@ func campaignProgress(w io.Writer, tty bool) func(campaign.Progress) {
 			case len(r.Illegal) > 0:
 				verdict = linearizability.JoinProperties(r.Illegal, ",") + " ILLEGAL"
 			}
-			fmt.Fprintf(w, "%s: %s | %s\n", r.Plan, verdict, status)
+			line.Print(fmt.Sprintf("%s: %s | %s", r.Plan, verdict, status))
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
+	"github.com/locklab/locklab/internal/cmdline"
 	"github.com/locklab/locklab/internal/gate"
 	"github.com/locklab/locklab/internal/mdblock"
 	"github.com/locklab/locklab/report"
@@ -124,7 +125,7 @@ says nothing).`,
 				return &statusError{exitError, err}
 			}
 			res.Thresholds = &th
-			md, err := report.WriteDetection(o.Out, res, commandLine(cmd))
+			md, err := report.WriteDetection(o.Out, res, cmdline.Of(cmd))
 			if err != nil {
 				return &statusError{exitError, err}
 			}

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
+	"github.com/locklab/locklab/internal/cmdline"
 	"github.com/locklab/locklab/internal/gate"
+	"github.com/locklab/locklab/internal/liveline"
 	"github.com/locklab/locklab/internal/mdblock"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/report"
@@ -62,11 +63,8 @@ runs decided fewer than --min-decided (run, property) pairs, or more than
   locklab matrix --repeat 1 --out out/matrix --readme docs/matrix.md`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if readme != "" {
-				// Before hours of runs, not after.
-				if err := mdblock.Check(readme, matrixBegin, matrixEnd); err != nil {
-					return &statusError{exitError, fmt.Errorf("flag --readme: %w", err)}
-				}
+			if err := checkReadme(readme); err != nil { // before hours of runs, not after
+				return err
 			}
 			// Zero means "the default" to campaign.Matrix, but typed on the command line it is a mistake.
 			for _, c := range []struct {
@@ -85,55 +83,21 @@ runs decided fewer than --min-decided (run, property) pairs, or more than
 				return &statusError{exitError, err}
 			}
 			stderr := cmd.ErrOrStderr()
-			progress := newProgress(stderr)
+			line := liveline.New(stderr)
 			opts := matrix.Options{
 				Registry: reg, Impls: campaignTrim(impls), Scenarios: campaignTrim(scenarios), Fencings: campaignTrim(fencings),
 				Repeat: repeat, Nodes: nodes, Parallel: parallel, Out: out, CheckTimeout: checkTimeout, Backend: backend,
-				Command: commandLine(cmd), Progress: progress.event,
+				Command: cmdline.Of(cmd), Progress: matrixProgress(line),
 			}
 			start := time.Now()
 			res, err := matrix.Run(cmd.Context(), opts)
-			progress.end()
+			line.End()
 			var oe *matrix.OptionError
 			if errors.As(err, &oe) {
 				return &statusError{exitError, fmt.Errorf("flag --%s: %w", matrixFlag(oe.Option), oe.Err)}
 			}
-			w := cmd.OutOrStdout()
-			if res.Meta.Planned > 0 || res.Meta.Complete {
-				// matrix.json is written; the pages for people go beside it, also when interrupted.
-				if rerr := report.WriteMatrix(out, res); rerr != nil {
-					return &statusError{exitError, rerr}
-				}
-				fmt.Fprintf(w, "matrix: %d of %d runs in %s, %d failed to run; wrote %s, %s, %s, %s\n",
-					res.Meta.Runs, res.Meta.Planned, time.Since(start).Round(time.Second), res.Meta.Errors,
-					filepath.Join(out, matrix.MarkdownFile), filepath.Join(out, matrix.JSONFile), filepath.Join(out, matrix.HTMLFile),
-					filepath.Join(out, report.IndexFile))
-			}
-			if err != nil {
-				if readme != "" {
-					err = fmt.Errorf("%w; %s left alone", err, readme)
-				}
-				return &statusError{exitError, err}
-			}
-			fmt.Fprintf(w, "decided: %s\n", res.Meta.Decided)
-			inconclusive := th.Check(res.Meta.Decided, "(run, property) pairs")
-			if inconclusive != nil && res.Meta.Errors == 0 {
-				if readme != "" {
-					inconclusive = fmt.Errorf("%w; %s left alone", inconclusive, readme)
-				}
-				return &statusError{exitUnknown, fmt.Errorf("matrix %w", inconclusive)}
-			}
-			if readme != "" && inconclusive == nil {
-				if err := updateReadme(readme, res); err != nil {
-					return &statusError{exitError, err}
-				}
-				fmt.Fprintf(w, "%s: matrix table replaced\n", readme)
-			}
-			if res.Meta.Errors > 0 {
-				return &statusError{exitError, fmt.Errorf("%d of %d runs failed to run: their cells say err, the notes of %s say why",
-					res.Meta.Errors, res.Meta.Runs, filepath.Join(out, matrix.MarkdownFile))}
-			}
-			return nil
+			return finishMatrix(cmd.OutOrStdout(), res, err, out, readme, th,
+				fmt.Sprintf("%d of %d runs in %s", res.Meta.Runs, res.Meta.Planned, time.Since(start).Round(time.Second)))
 		},
 	}
 	f := cmd.Flags()
@@ -148,7 +112,110 @@ runs decided fewer than --min-decided (run, property) pairs, or more than
 	f.StringVar(&readme, "readme", "", "Markdown file whose table between "+matrixBegin+" and "+matrixEnd+" is replaced")
 	f.DurationVar(&checkTimeout, "check-timeout", 0, "checker timeout per property (0: default); a timeout shows as ?, never as a pass")
 	gate.AddFlags(f, &th, "(run, property) pairs")
+	cmd.AddCommand(newMatrixMergeCmd())
 	return cmd
+}
+
+func newMatrixMergeCmd() *cobra.Command {
+	var (
+		out, readme string
+		th          gate.Thresholds
+	)
+	cmd := &cobra.Command{
+		Use:   "merge DIR...",
+		Short: "Merge matrices run in pieces into one",
+		Long: `Merge reads DIR/matrix.json of each directory and writes one matrix.json, matrix.md,
+matrix.html and index.html into --out, for a matrix run in pieces: a shard of the
+scenarios per machine, or rows run again after their scenarios changed. Each row comes
+whole from the last DIR that has it; every DIR must have the same implementations and
+fencing modes. Runs stay where they are, linked relative to --out. --readme, --min-decided
+and --max-perturbed as for matrix, judged on the merged rows. Exit status as for matrix.`,
+		Example: `  locklab matrix merge --out out/matrix-all --readme docs/matrix.md out/matrix out/matrix-cluster`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, dirs []string) error {
+			if err := th.Validate(); err != nil {
+				return &statusError{exitError, err}
+			}
+			if err := checkReadme(readme); err != nil {
+				return err
+			}
+			parts := make([]matrix.Result, len(dirs))
+			for i, d := range dirs {
+				var err error
+				if parts[i], err = matrix.Load(d); err != nil {
+					return &statusError{exitError, fmt.Errorf("%s: %w", d, err)}
+				}
+			}
+			res, err := matrix.Merge(out, dirs, parts)
+			if err != nil {
+				return &statusError{exitError, err}
+			}
+			res.Meta.Command = cmdline.Of(cmd) + " " + strings.Join(dirs, " ")
+			if err := matrix.Write(out, res); err != nil {
+				return &statusError{exitError, err}
+			}
+			if !res.Meta.Complete {
+				err = errors.New("an interrupted matrix was merged: its cells marked … were not run")
+			}
+			return finishMatrix(cmd.OutOrStdout(), res, err, out, readme, th,
+				fmt.Sprintf("%d matrices merged, %d of %d runs", len(dirs), res.Meta.Runs, res.Meta.Planned))
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", filepath.Join("out", "matrix-merged"), "directory for the merged matrix.json, matrix.md, matrix.html and index.html")
+	cmd.Flags().StringVar(&readme, "readme", "", "Markdown file whose table between "+matrixBegin+" and "+matrixEnd+" is replaced")
+	gate.AddFlags(cmd.Flags(), &th, "(run, property) pairs")
+	return cmd
+}
+
+// checkReadme checks that the file of --readme has the matrix's markers, if one is named.
+func checkReadme(readme string) error {
+	if readme == "" {
+		return nil
+	}
+	if err := mdblock.Check(readme, matrixBegin, matrixEnd); err != nil {
+		return &statusError{exitError, fmt.Errorf("flag --readme: %w", err)}
+	}
+	return nil
+}
+
+// finishMatrix writes a matrix's pages into out and says what it holds; it replaces the
+// table in readme unless the matrix is incomplete (runErr), failed runs or decided too
+// little (th), and returns the exit status that says which.
+func finishMatrix(w io.Writer, res matrix.Result, runErr error, out, readme string, th gate.Thresholds, what string) error {
+	if res.Meta.Planned > 0 || res.Meta.Complete {
+		// matrix.json is written; the pages for people go beside it, also when interrupted.
+		if rerr := report.WriteMatrix(out, res); rerr != nil {
+			return &statusError{exitError, rerr}
+		}
+		fmt.Fprintf(w, "matrix: %s, %d failed to run; wrote %s, %s, %s, %s\n", what, res.Meta.Errors,
+			filepath.Join(out, matrix.MarkdownFile), filepath.Join(out, matrix.JSONFile), filepath.Join(out, matrix.HTMLFile),
+			filepath.Join(out, report.IndexFile))
+	}
+	if err := runErr; err != nil {
+		if readme != "" {
+			err = fmt.Errorf("%w; %s left alone", err, readme)
+		}
+		return &statusError{exitError, err}
+	}
+	fmt.Fprintf(w, "decided: %s\n", res.Meta.Decided)
+	inconclusive := th.Check(res.Meta.Decided, "(run, property) pairs")
+	if inconclusive != nil && res.Meta.Errors == 0 {
+		if readme != "" {
+			inconclusive = fmt.Errorf("%w; %s left alone", inconclusive, readme)
+		}
+		return &statusError{exitUnknown, fmt.Errorf("matrix %w", inconclusive)}
+	}
+	if readme != "" && inconclusive == nil {
+		if err := updateReadme(readme, res); err != nil {
+			return &statusError{exitError, err}
+		}
+		fmt.Fprintf(w, "%s: matrix table replaced\n", readme)
+	}
+	if res.Meta.Errors > 0 {
+		return &statusError{exitError, fmt.Errorf("%d of %d runs failed to run: their cells say err, the notes of %s say why",
+			res.Meta.Errors, res.Meta.Runs, filepath.Join(out, matrix.MarkdownFile))}
+	}
+	return nil
 }
 
 // matrixFlag is the flag of a matrix.Options field named by an OptionError.
@@ -164,65 +231,15 @@ func matrixFlag(option string) string {
 	return option // repeat, nodes, parallel, out
 }
 
-// commandLine is the command as it could be typed again: the flags the user set, in a
-// fixed order. A bool flag is written as --name (or --name=false): "--name true" would
-// parse as the flag and a stray argument.
-func commandLine(cmd *cobra.Command) string {
-	parts := strings.Fields(cmd.CommandPath()) // "locklab bench jobs"
-	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if f.Value.Type() == "bool" {
-			if v := f.Value.String(); v == "true" {
-				parts = append(parts, "--"+f.Name)
-			} else {
-				parts = append(parts, "--"+f.Name+"="+v)
-			}
+// matrixProgress reports finished runs on line: a line each, or the status line redrawn
+// in place on a terminal (runs that failed to run keep a line of their own there too).
+func matrixProgress(line *liveline.Line) func(matrix.Event) {
+	return func(e matrix.Event) {
+		if !line.Live() || e.Err != nil {
+			line.Print(e.String())
 			return
 		}
-		v := f.Value.String()
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			v = strings.Join(sv.GetSlice(), ",")
-		}
-		parts = append(parts, "--"+f.Name, shellQuote(v))
-	})
-	return strings.Join(parts, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// progress reports finished runs on w: a line each, or one line rewritten in place when
-// w is a terminal (runs that failed to run keep a line of their own there too).
-type progress struct {
-	w    io.Writer
-	live bool
-	open bool // a live line is on screen
-}
-
-func newProgress(w io.Writer) *progress {
-	return &progress{w: w, live: isTerminal(w)}
-}
-
-func (p *progress) event(e matrix.Event) {
-	if !p.live || e.Err != nil {
-		if p.open {
-			fmt.Fprint(p.w, "\r\033[K")
-			p.open = false
-		}
-		fmt.Fprintln(p.w, e)
-		return
-	}
-	fmt.Fprint(p.w, "\r\033[K", e)
-	p.open = true
-}
-
-func (p *progress) end() {
-	if p.open {
-		fmt.Fprintln(p.w)
-		p.open = false
+		line.Show(e.String())
 	}
 }
 

@@ -125,3 +125,54 @@ func TestMatrixThatDecidesTooLittleIsInconclusive(t *testing.T) {
 		t.Errorf("matrix.json (%v) does not count the run: %+v", err, m.Meta.Decided)
 	}
 }
+
+// TestMatrixMerge runs two one-row matrices and merges them into one table: each row
+// from its own matrix, the runs linked where they are, and the README replaced; matrices
+// with other columns are refused.
+func TestMatrixMerge(t *testing.T) {
+	dir := t.TempDir()
+	readme := filepath.Join(dir, "README.md")
+	if err := os.WriteFile(readme, []byte("<!-- matrix:begin -->\n<!-- matrix:end -->\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, b, out := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "merged")
+	for _, part := range []struct{ out, scenario string }{{a, "baseline"}, {b, "ttl-too-short"}} {
+		if code, stdout, stderr := locklab(t, "matrix", "--impl", "setnx", "--scenario", part.scenario, "--fencing", "off", "--out", part.out); code != exitOK {
+			t.Fatalf("matrix %s: exit %d\n%s\n%s", part.scenario, code, stdout, stderr)
+		}
+	}
+	code, stdout, stderr := locklab(t, "matrix", "merge", "--out", out, "--readme", readme, a, b)
+	if code != exitOK || !strings.Contains(stdout, "matrix: 2 matrices merged, 2 of 2 runs, 0 failed to run") {
+		t.Fatalf("merge: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Merged by `locklab matrix merge", "from 2 matrices, each row from one:", "1 run per cell (seed: the scenario's)): baseline;",
+		"| baseline | ✓ |", "| ttl-too-short | P1 1/1 · P2 1/1 |"} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("README lacks %q:\n%s", want, doc)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(out, report.IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if href := "../b/runs/ttl-too-short/setnx/off/0/history.html"; !strings.Contains(string(page), `href="`+href+`"`) {
+		t.Errorf("index.html does not link %s where it is:\n%s", href, page)
+	}
+	m, err := matrix.Load(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Impls[0].Name = "fenced"
+	c := filepath.Join(dir, "c")
+	if err := matrix.Write(c, m); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = locklab(t, "matrix", "merge", "--out", out, a, c)
+	if code != exitError || !strings.Contains(stderr, "implementations setnx against fenced; run every part with the same --impl and --fencing") {
+		t.Errorf("merge of other columns: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locklab/locklab/internal/cmdline"
 	"github.com/locklab/locklab/locks"
 )
 
@@ -54,7 +55,7 @@ func TestCommandLineReparses(t *testing.T) {
 		if err := cmd.ParseFlags(rest); err != nil {
 			t.Fatal(err)
 		}
-		line := commandLine(cmd)
+		line := cmdline.Of(cmd)
 		if err := parseCommandLine(line); err != nil {
 			t.Errorf("%v printed as %q, which does not parse: %v", args, line, err)
 			continue
@@ -62,7 +63,7 @@ func TestCommandLineReparses(t *testing.T) {
 		words, _ := locks.ShellWords(line)
 		again, rest2, _ := newRoot().Find(words[1:])
 		_ = again.ParseFlags(rest2)
-		if got := commandLine(again); got != line {
+		if got := cmdline.Of(again); got != line {
 			t.Errorf("%q re-parsed prints %q", line, got)
 		}
 	}

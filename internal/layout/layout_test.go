@@ -31,9 +31,9 @@ const maxLines = 2100
 // owes its summaries a package of their own. report (2,431 lines, with the assessment's
 // report card) owes the index pages of output directories (index*.go) and the JUnit
 // writer that campaign and assess share packages of their own, over a shared page
-// package; cmd/locklab (2,341 lines, with assess) owes its progress displays (the
-// campaign's, the matrix's, the assessment's bar) one.
-var overLimit = map[string]int{"cluster": 2660, "faults": 2710, "campaign": 2170, "report": 2440, "cmd/locklab": 2350}
+// package; cmd/locklab (2,334 lines, with assess and matrix merge; its progress displays
+// went to internal/liveline, the command line written again to internal/cmdline).
+var overLimit = map[string]int{"cluster": 2660, "faults": 2710, "campaign": 2170, "report": 2440, "cmd/locklab": 2340}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
@@ -138,7 +138,7 @@ func TestDesignListsEveryPackage(t *testing.T) {
 // package of an earlier stage (or the same one, for a package and its subpackages).
 var stage = map[string]int{
 	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0, "internal/mdblock": 0, "internal/browsertest": 0,
-	"internal/gate":       0,
+	"internal/gate": 0, "internal/liveline": 0, "internal/cmdline": 0,
 	"cluster/exactlyonce": 0, // go-redis options every client is built from; imports nothing of ours
 	"internal/workflows":  0,
 	"internal/benchtable": 16, // make bench: runs go test, imports nothing of the flow
