@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
-	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
 )
 
@@ -43,14 +41,6 @@ func TestFailoverLoss(t *testing.T) {
 	}
 }
 
-// failoverWait is failover-loss with WAIT 1 after each grant (wait_replicas 1), the
-// primary killed between the first client's grant and its WAIT (acquire:waiting).
-func failoverWait(p *plan.Plan) {
-	p.Name = "failover-loss with WAIT 1"
-	p.WaitReplicas, p.WaitTimeout, p.Timeout = 1, plan.D(time.Second), plan.D(2*time.Second)
-	p.Faults[0].Point = lockimpl.StepWaiting
-}
-
 // The same story with WAIT 1 after each grant. The primary dies between the first
 // client's grant and its WAIT; the WAIT fails on the dead primary, so that client never
 // believes, and the other client, granted by the new primary, is the only holder: every
@@ -62,7 +52,7 @@ func TestFailoverWait(t *testing.T) {
 		for _, fencing := range []string{"off", "full"} {
 			t.Run(backend+"/"+fencing, func(t *testing.T) {
 				t.Parallel()
-				rep := runPlan(t, nil, scenario(t, "failover-loss", onBackend(backend, func(p *plan.Plan) { failoverWait(p); p.Fencing = fencing })))
+				rep := runPlan(t, nil, scenario(t, "failover-wait", onBackend(backend, func(p *plan.Plan) { p.Fencing = fencing })))
 				assertVerdicts(t, rep, ok)
 				assertFaultsFired(t, rep)
 				assertWindowSays(t, rep, "failover", []struct{ says, condition string }{
@@ -148,17 +138,6 @@ func logHistory(t *testing.T, rep Report) {
 	t.Logf("history of %s/fencing %s:\n%s", rep.Plan.Name, rep.Plan.Fencing, b.String())
 }
 
-// clusterFailover is failover-loss on a Redis Cluster (cluster:3x1) with failover mode
-// mode: the primary serving the lock key's slot is cut off from its replica, dies at the
-// first grant after the cut, and its replica is promoted.
-func clusterFailover(mode string) func(*plan.Plan) {
-	return func(p *plan.Plan) {
-		p.Name = "failover-loss on a Redis Cluster, " + mode
-		p.Topology = "cluster:3x1"
-		p.Faults[0].Mode = mode
-	}
-}
-
 // The failover-loss story on a Redis Cluster, with each way its replica takes over: the
 // cluster's own failover after the node timeout, CLUSTER FAILOVER FORCE and TAKEOVER.
 // The replica never saw the grant nor the fence counter's increment (in the lock key's
@@ -176,8 +155,8 @@ func TestClusterFailoverLoss(t *testing.T) {
 				}
 				t.Run(backend+"/"+mode+"/"+fencing, func(t *testing.T) {
 					t.Parallel()
-					rep := runPlan(t, nil, scenario(t, "failover-loss", onBackend(backend, func(p *plan.Plan) {
-						clusterFailover(mode)(p)
+					rep := runPlan(t, nil, scenario(t, "cluster-failover-loss", onBackend(backend, func(p *plan.Plan) {
+						p.Faults[0].Mode = mode
 						p.Fencing = fencing
 					})))
 					assertVerdicts(t, rep, illegal)
@@ -202,11 +181,7 @@ func TestClusterFailoverWait(t *testing.T) {
 	for _, backend := range testBackends {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			rep := runPlan(t, nil, scenario(t, "failover-loss", onBackend(backend, func(p *plan.Plan) {
-				clusterFailover(faults.FailoverCluster)(p)
-				p.Topology = "cluster:3x2"
-				failoverWait(p)
-			})))
+			rep := runPlan(t, nil, scenario(t, "cluster-failover-wait", onBackend(backend, nil)))
 			assertVerdicts(t, rep, ok)
 			assertFaultsFired(t, rep)
 			assertWindowSays(t, rep, "failover", []struct{ says, condition string }{

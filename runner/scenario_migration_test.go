@@ -3,25 +3,11 @@ package runner
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/plan"
 )
-
-// slotMigration is baseline on a Redis Cluster with k0's slot (8579, redis-1's) moved to
-// redis-2 while client 0 holds the lock: client 0 is held right after its first grant
-// until every key of the slot has moved, and the slot stays half moved (ASK) for a
-// second before every primary assigns it to redis-2 (MOVED).
-func slotMigration(impl string) func(*plan.Plan) {
-	return func(p *plan.Plan) {
-		p.Name = "slot migration while the lock is held"
-		p.Impl, p.Topology, p.Clients, p.Keys = impl, "cluster:3x1", 2, 1
-		p.TTL, p.Duration = plan.D(2*time.Second), plan.D(3*time.Second)
-		p.Faults = []plan.FaultSpec{{Kind: "slot-migration", Trigger: "client:0@after-acquire", Duration: plan.D(time.Second)}}
-	}
-}
 
 // Moving the lock's slot under a holder keeps every property: MIGRATE moves the lock with
 // its remaining TTL and the fence counter with it, the holder's release follows ASK to
@@ -34,7 +20,7 @@ func TestSlotMigration(t *testing.T) {
 	} {
 		t.Run(impl, func(t *testing.T) {
 			t.Parallel()
-			rep := runPlan(t, nil, scenario(t, "baseline", slotMigration(impl)))
+			rep := runPlan(t, nil, scenario(t, "slot-migration", func(p *plan.Plan) { p.Impl = impl }))
 			assertVerdicts(t, rep, ok)
 			assertFaultsFired(t, rep)
 			assertWindowSays(t, rep, "slot-migration", []struct{ says, condition string }{

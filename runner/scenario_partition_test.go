@@ -62,17 +62,6 @@ func TestPartitionNeedsDocker(t *testing.T) {
 	}
 }
 
-// clusterSplitBrain is split-brain on a Redis Cluster (cluster:3x1): the primary of k0's
-// slot (redis-1: the hash tag k0 is slot 8579) is cut off with client 0 on its side,
-// client 1 on the majority's.
-func clusterSplitBrain(p *plan.Plan) {
-	p.Name = "split-brain on a Redis Cluster"
-	p.Topology = "cluster:3x1"
-	p.Faults[0].Target = "client:0->redis-[02345]"
-	p.Faults[1].Target = "client:1->redis-1"
-	p.Faults[2].Target = "redis-1"
-}
-
 // The split-brain story on a Redis Cluster ends otherwise: the cut-off primary refuses
 // every command once it has missed the majority of primaries for the node timeout, which
 // comes before the majority promotes its replica, so the old primary grants nothing more
@@ -80,7 +69,7 @@ func clusterSplitBrain(p *plan.Plan) {
 // partition). Client 0, held at its grant until the promotion, finds it refusing.
 func TestClusterSplitBrain(t *testing.T) {
 	t.Parallel()
-	rep := runPlan(t, nil, scenario(t, "split-brain", clusterSplitBrain))
+	rep := runPlan(t, nil, scenario(t, "cluster-split-brain", nil))
 	assertVerdicts(t, rep, verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK})
 	assertFaultsFired(t, rep)
 	assertWindowSays(t, rep, "partition", []struct{ says, condition string }{
