@@ -184,7 +184,7 @@ func matrixIntro(m matrix.Result) string {
 	if len(m.Meta.Parts) > 0 {
 		parts := make([]string, len(m.Meta.Parts))
 		for i, p := range m.Meta.Parts {
-			parts[i] = fmt.Sprintf("`%s` on %s (%s): %s", p.Meta.Command, p.Meta.Date, perCell(p.Meta.Repeat), strings.Join(p.Scenarios, ", "))
+			parts[i] = fmt.Sprintf("`%s` on %s, %s, rows %s", p.Meta.Command, p.Meta.Date, perCell(p.Meta.Repeat), strings.Join(p.Scenarios, ", "))
 		}
 		s = fmt.Sprintf("Merged by `%s` from %d matrices, each row from one: %s", m.Meta.Command, len(parts), strings.Join(parts, "; "))
 	}

@@ -149,7 +149,7 @@ func TestMatrixMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Merged by `locklab matrix merge", "from 2 matrices, each row from one:", "1 run per cell (seed: the scenario's)): baseline;",
+	for _, want := range []string{"Merged by `locklab matrix merge", "from 2 matrices, each row from one:", "1 run per cell (seed: the scenario's), rows baseline;",
 		"| baseline | ✓ |", "| ttl-too-short | P1 1/1 · P2 1/1 |"} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("README lacks %q:\n%s", want, doc)
