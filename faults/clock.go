@@ -10,6 +10,7 @@ import (
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/faketime"
 	"github.com/locklab/locklab/faults/gates"
+	"github.com/locklab/locklab/faults/spec"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
@@ -97,7 +98,7 @@ func (c *SkewClock) Reset() error {
 type clientClock struct{ spec Spec }
 
 func (c *clientClock) targets(env *Env) ([]*SkewClock, error) {
-	client, err := parseClientTarget(c.spec.Target, env.Clients)
+	client, err := spec.ClientTarget(c.spec.Target, env.Clients)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func (c *clientClock) Available(env *Env) error {
 	if c.spec.Offset == 0 && (c.spec.Rate == 0 || c.spec.Rate == 1) {
 		return fmt.Errorf("neither offset nor a rate other than 1: the clock would not change")
 	}
-	_, err := parseClientTarget(c.spec.Target, env.Clients)
+	_, err := spec.ClientTarget(c.spec.Target, env.Clients)
 	return err
 }
 

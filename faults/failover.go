@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/faults/spec"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/workload"
 )
@@ -30,11 +31,6 @@ var failoverModes = map[string][]string{
 	cluster.Replicated:   {FailoverSentinel, FailoverManual},
 	cluster.RedisCluster: {FailoverCluster, FailoverForce, FailoverTakeover},
 }
-
-// promoteTimeout bounds the wait for Sentinel's promotion: down-after, election and
-// promotion take about two seconds; a split vote is retried after twice
-// cluster.FailoverTimeout.
-const promoteTimeout = 20 * time.Second
 
 // failoverKinds are the faults of the replicated topology.
 func failoverKinds() []KindInfo {
@@ -112,7 +108,7 @@ func (f *failover) Available(env *Env) error {
 		if env.Gates == nil {
 			return fmt.Errorf("no client gates in this run")
 		}
-		if _, err := parseClientTarget(f.spec.Target, env.Clients); err != nil {
+		if _, err := spec.ClientTarget(f.spec.Target, env.Clients); err != nil {
 			return err
 		}
 	}
@@ -152,7 +148,7 @@ func (f *failover) Inject(ctx context.Context, env *Env) error {
 		return f.strike(ctx, env, "", make(chan struct{}))
 	}
 	// Armed before the cut: a grant made the instant after it must meet a gate.
-	client, _ := parseClientTarget(f.spec.Target, env.Clients) // Available checked it
+	client, _ := spec.ClientTarget(f.spec.Target, env.Clients) // Available checked it
 	for i := range env.Clients {
 		if client == -1 || i == client {
 			f.arm(env, i)
@@ -216,7 +212,7 @@ func (f *failover) cutWhenIdle(ctx context.Context, env *Env) error {
 		return fmt.Errorf("%w (%s)", err, hold)
 	}
 	f.cutNote = fmt.Sprintf("cut %s after the fault began; %s; writes on %s paused for at most %s to count its leases and cut",
-		short(f.cutAt.Sub(began)), hold, primary.Name(), short(paused))
+		spec.Short(f.cutAt.Sub(began)), hold, primary.Name(), spec.Short(paused))
 	return nil
 }
 
@@ -244,17 +240,9 @@ func holdNote(clients int, longest time.Duration) string {
 	case 0:
 		return "no client was held before acquiring"
 	case 1:
-		return fmt.Sprintf("1 client held before acquiring for %s so that no lease was held at the cut", short(longest))
+		return fmt.Sprintf("1 client held before acquiring for %s so that no lease was held at the cut", spec.Short(longest))
 	}
-	return fmt.Sprintf("%d clients held before acquiring for up to %s so that no lease was held at the cut", clients, short(longest))
-}
-
-// short rounds d for a window's detail: to the millisecond, or finer below 10 ms.
-func short(d time.Duration) time.Duration {
-	if d < 10*time.Millisecond {
-		return d.Round(10 * time.Microsecond)
-	}
-	return d.Round(time.Millisecond)
+	return fmt.Sprintf("%d clients held before acquiring for up to %s so that no lease was held at the cut", clients, spec.Short(longest))
 }
 
 // cutOnceIdle looks at primary every idlePoll, over one connection, until it holds no
@@ -369,7 +357,7 @@ func (f *failover) unsettled() <-chan struct{} {
 
 // overrun is how long a strike may outlast the duration: the promotion, the aftermath's waits.
 func (f *failover) overrun() time.Duration {
-	return 4*promoteTimeout + 2*f.spec.Duration // a TILT waited out between two tries included
+	return 4*spec.PromoteTimeout + 2*f.spec.Duration // a TILT waited out between two tries included
 }
 
 // strike kills the primary and has a replica promoted; f.mu is held. where says at which
@@ -409,7 +397,7 @@ func (f *failover) strike(ctx context.Context, env *Env, where string, killed ch
 	close(killed)
 	lift()
 	// A container can take seconds to die: the promotion's time counts from the death.
-	f.note(env, fmt.Sprintf(", dead after %s", short(time.Since(start))))
+	f.note(env, fmt.Sprintf(", dead after %s", spec.Short(time.Since(start))))
 	died := time.Now()
 	linkDown := time.Duration(0) // how long the replicas' links have been down
 	if !f.cutAt.IsZero() {
@@ -452,19 +440,19 @@ func (f *failover) promote(ctx context.Context, c *cluster.Cluster, old cluster.
 	case FailoverManual:
 		return c.PromoteByHand(ctx, old)
 	case FailoverCluster:
-		return c.AwaitClusterPromotion(ctx, f.replicas, promoteTimeout)
+		return c.AwaitClusterPromotion(ctx, f.replicas, spec.PromoteTimeout)
 	case FailoverForce, FailoverTakeover:
 		if err := c.ClusterFailover(ctx, f.replicas[0], strings.ToUpper(f.mode)); err != nil {
 			return nil, err
 		}
-		return c.AwaitClusterPromotion(ctx, f.replicas, promoteTimeout)
+		return c.AwaitClusterPromotion(ctx, f.replicas, spec.PromoteTimeout)
 	}
 	// Only now that the primary is dead: a short failover-timeout on a live primary would
 	// let Sentinel re-point proxied replicas straight at it (see cluster.SteadyFailoverTimeout).
 	if err := c.PrepareFailover(ctx, linkDown); err != nil {
 		return nil, err
 	}
-	return c.AwaitPromotion(ctx, old, promoteTimeout)
+	return c.AwaitPromotion(ctx, old, spec.PromoteTimeout)
 }
 
 func (f *failover) promoter() string {
@@ -484,7 +472,7 @@ func (f *failover) note(env *Env, s string) {
 	f.detailMu.Lock()
 	defer f.detailMu.Unlock()
 	f.detail += s
-	detailWindow(env, f.window, f.detail)
+	spec.DetailWindow(env.Rec, f.window, f.detail)
 }
 
 // Heal disarms the gates, waits for a strike in progress, and puts the topology back
@@ -553,7 +541,7 @@ func (f *failover) rejoin(ctx context.Context, c *cluster.Cluster) error {
 	if c.Topology.Kind == cluster.RedisCluster {
 		// The restarted node reads its nodes.conf, learns of the newer epoch and follows
 		// its replacement by itself.
-		return c.AwaitClusterOK(ctx, promoteTimeout)
+		return c.AwaitClusterOK(ctx, spec.PromoteTimeout)
 	}
 	return c.AwaitHealthy(ctx, f.promoted)
 }

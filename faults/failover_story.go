@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/faults/gates"
+	"github.com/locklab/locklab/faults/spec"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/workload"
 )
@@ -103,7 +104,7 @@ func (a *aftermath) awaitHolderRead(ctx context.Context, witness int) {
 	start := time.Now()
 	note := fmt.Sprintf("; client %d had not read %s after client %d reached its write, which went on", a.holder, a.bound, witness)
 	if gates.AwaitUntil(ctx, a.read[a.holder], start.Add(a.bound)) {
-		note = fmt.Sprintf("; client %d read or gave up before client %d wrote (client %d held %s before its write)", a.holder, witness, witness, short(time.Since(start)))
+		note = fmt.Sprintf("; client %d read or gave up before client %d wrote (client %d held %s before its write)", a.holder, witness, witness, spec.Short(time.Since(start)))
 	}
 	a.f.note(a.env, note)
 }
@@ -132,7 +133,7 @@ func (a *aftermath) holdHolder(ctx context.Context) string {
 	if !witnessed {
 		return fmt.Sprintf("; no other client was granted by the new primary within %s (client %d went on)", a.bound, a.holder)
 	}
-	after := short(max(0, a.at.Sub(a.doneAt)))
+	after := spec.Short(max(0, a.at.Sub(a.doneAt)))
 	if !came {
 		return fmt.Sprintf("; client %d was granted by the new primary %s after the promotion but had not read %s after it (client %d went on)", a.witness, after, a.bound, a.holder)
 	}

@@ -5,7 +5,6 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/faults/spec"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/workload"
 )
@@ -45,9 +45,10 @@ type overrunner interface {
 	overrun() time.Duration
 }
 
-// ErrNeedsCluster is what Available says, wrapped, when it cannot tell without the
-// running servers (plans are validated before any server starts).
-var ErrNeedsCluster = errors.New("needs the running cluster to tell")
+// Spec and ErrNeedsCluster are package spec's, which every fault family shares.
+type Spec = spec.Spec
+
+var ErrNeedsCluster = spec.ErrNeedsCluster
 
 // Env is what faults act on.
 type Env struct {
@@ -61,53 +62,6 @@ type Env struct {
 	// which the key's hash tag decides. "" means no namespace (firstLockKey).
 	LockKey string
 	clocks  []*SkewClock // one per client; see NewEnv
-}
-
-// Spec is one scheduled fault: plain data from the plan. Which fields a kind reads is in
-// its KindInfo; the others must be zero.
-type Spec struct {
-	Kind     string
-	At       time.Duration // since the start of the run, or since the trigger fired
-	Duration time.Duration
-	Target   string // e.g. "client:0", "any", "lock-0", "client:0->store"
-	Point    string // client faults: where in the client's steps it strikes
-
-	// Trigger "client:N@point" (or "any@point") starts the fault when that client reaches
-	// that point instead of at a time; the client is held there until the fault is injected.
-	Trigger string
-
-	Latency   time.Duration // network: added delay
-	Jitter    time.Duration // network: random spread of the delay
-	Direction string        // network: "up" (towards the server), "down" (replies), "both"
-	Offset    time.Duration // clocks: jump (may be negative)
-	Rate      float64       // clocks: speed factor, 1 = normal
-	Mode      string        // kind-specific variant, e.g. failover "manual" or "sentinel"
-}
-
-func (s Spec) String() string {
-	b := fmt.Sprintf("%s at %s for %s on %s", s.Kind, s.At, s.Duration, s.Target)
-	if s.Point != "" {
-		b += " at point " + s.Point
-	}
-	if s.Trigger != "" {
-		b += " when " + s.Trigger
-	}
-	if s.Latency != 0 {
-		b += fmt.Sprintf(" latency %s±%s", s.Latency, s.Jitter)
-	}
-	if s.Direction != "" {
-		b += " direction " + s.Direction
-	}
-	if s.Offset != 0 {
-		b += fmt.Sprintf(" offset %s", s.Offset)
-	}
-	if s.Rate != 0 && s.Rate != 1 {
-		b += fmt.Sprintf(" rate %g", s.Rate)
-	}
-	if s.Mode != "" {
-		b += " mode " + s.Mode
-	}
-	return b
 }
 
 // KindInfo describes a fault kind for `locklab list` and for validation.
@@ -124,7 +78,7 @@ type KindInfo struct {
 // lists its kinds in its own file.
 func Kinds() []KindInfo {
 	var all []KindInfo
-	for _, family := range [][]KindInfo{clientKinds(), serverKinds(), networkKinds(), partitionKinds(), failoverKinds(), migrationKinds()} {
+	for _, family := range [][]KindInfo{clientKinds(), serverKinds(), networkKinds(), failoverKinds(), migrationKinds()} {
 		all = append(all, family...)
 	}
 	return all

@@ -3,10 +3,9 @@ package faults
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/locklab/locklab/faults/gates"
+	"github.com/locklab/locklab/faults/spec"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -18,22 +17,6 @@ type (
 
 // Modes of client-pause (package gates stops the world).
 const PauseClient, PauseProcess = gates.PauseClient, gates.PauseProcess
-
-// parseClientTarget reads "client:N" (0 ≤ N < clients) or "any" (returned as -1).
-func parseClientTarget(target string, clients int) (int, error) {
-	if target == "any" || target == "" {
-		return -1, nil
-	}
-	n, ok := strings.CutPrefix(target, "client:")
-	if !ok {
-		return 0, fmt.Errorf("target %q: want client:N or any", target)
-	}
-	i, err := strconv.Atoi(n)
-	if err != nil || i < 0 || i >= clients {
-		return 0, fmt.Errorf("target %q: want client:N with 0 ≤ N < %d", target, clients)
-	}
-	return i, nil
-}
 
 // clientGate is client-pause and client-crash: Inject arms a gate that stays armed until
 // it fires or the run ends (the gates live only as long as the run). A stall that has
@@ -58,7 +41,7 @@ func (c *clientGate) Available(env *Env) error {
 	if env.Gates == nil {
 		return fmt.Errorf("no client gates in this run")
 	}
-	client, err := parseClientTarget(c.spec.Target, env.Clients)
+	client, err := spec.ClientTarget(c.spec.Target, env.Clients)
 	if err != nil || c.spec.Mode != PauseProcess || !env.Gates.KnowsProcesses() {
 		return err // which clients run as processes is known once their lockers are built
 	}
@@ -71,7 +54,7 @@ func (c *clientGate) Available(env *Env) error {
 }
 
 func (c *clientGate) Inject(_ context.Context, env *Env) error {
-	client, err := parseClientTarget(c.spec.Target, env.Clients)
+	client, err := spec.ClientTarget(c.spec.Target, env.Clients)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustermode"
+	"github.com/locklab/locklab/faults/spec"
 )
 
 // migrationKinds are the faults of a Redis Cluster's slot map.
@@ -76,7 +77,7 @@ func (m *migration) Inject(ctx context.Context, env *Env) error {
 	m.src, m.dst = &members[i], &dst
 	moved, err := clustermode.MigrateSlot(ctx, *m.src, dst, m.slot)
 	m.detail = fmt.Sprintf("slot %d (of k0) migrating from %s to %s: %d keys moved by MIGRATE; ASK until healed", m.slot, m.src.Name, dst.Name, moved)
-	m.window = openWindow(env, m.spec, m.detail)
+	m.window = spec.OpenWindow(env.Rec, m.spec, m.detail)
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.spec.Kind, err)
 	}
@@ -92,8 +93,8 @@ func (m *migration) Heal(ctx context.Context, env *Env) error {
 	if err := clustermode.FinishSlot(ctx, env.Cluster.Members(), m.slot, *m.dst); err != nil {
 		return fmt.Errorf("%s: finish slot %d: %w", m.spec.Kind, m.slot, err)
 	}
-	detailWindow(env, m.window, m.detail+fmt.Sprintf("; healed: %s serves slot %d (MOVED)", m.dst.Name, m.slot))
-	closeWindow(env, &m.window)
+	spec.DetailWindow(env.Rec, m.window, m.detail+fmt.Sprintf("; healed: %s serves slot %d (MOVED)", m.dst.Name, m.slot))
+	spec.CloseWindow(env.Rec, &m.window)
 	m.src, m.dst = nil, nil
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/faults/spec"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,7 +117,7 @@ func (sch *Schedule) run(ctx context.Context, it *item) {
 	}
 	if !it.kind.ownWindow && sch.env.Rec != nil {
 		it.window = sch.env.Rec.FaultStart(it.spec.Kind, it.spec.Target, it.spec.String())
-		withOffset(sch.env.Rec, it.window, it.spec)
+		spec.WithOffset(sch.env.Rec, it.window, it.spec)
 	}
 	close(it.injected)
 	if !sch.sleepPlan(ctx, it.spec.Duration, sch.Held()) {

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/locklab/locklab/cluster"
-	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/faults/spec"
 )
 
 // serverKinds are the faults that strike a Redis server: its process (pause, crash and
@@ -99,38 +99,6 @@ func processNode(env *Env, s Spec, why string) (cluster.Node, error) {
 	return n, nil
 }
 
-// openWindow records the start of a fault window; -1 when there is no recorder.
-func openWindow(env *Env, s Spec, detail string) int {
-	if env.Rec == nil {
-		return -1
-	}
-	w := env.Rec.FaultStart(s.Kind, s.Target, detail)
-	withOffset(env.Rec, w, s)
-	return w
-}
-
-// withOffset records a clock fault's jump on its window.
-func withOffset(rec *histories.Recorder, w int, s Spec) {
-	if s.Offset != 0 {
-		rec.FaultUpdate(w, func(fw *histories.FaultWindow) { fw.Offset = s.Offset })
-	}
-}
-
-// detailWindow replaces the detail of window w, once the fault tells what it did.
-func detailWindow(env *Env, w int, detail string) {
-	if env.Rec != nil && w >= 0 {
-		env.Rec.FaultDetail(w, detail)
-	}
-}
-
-// closeWindow records the end of the window *w, once.
-func closeWindow(env *Env, w *int) {
-	if env.Rec != nil && *w >= 0 {
-		env.Rec.FaultEnd(*w)
-	}
-	*w = -1
-}
-
 // serverPause is server-pause: SIGSTOP at Inject, SIGCONT at Heal.
 type serverPause struct {
 	spec Spec
@@ -170,7 +138,7 @@ func (p *serverPause) Inject(ctx context.Context, env *Env) error {
 		return err
 	}
 	p.paused = n
-	p.window = openWindow(env, p.spec, fmt.Sprintf("%s of %s %s (%s) for %s", cluster.How(n, cluster.ActPause), cluster.KindOf(n), n.Name(), n.Addr(), p.spec.Duration))
+	p.window = spec.OpenWindow(env.Rec, p.spec, fmt.Sprintf("%s of %s %s (%s) for %s", cluster.How(n, cluster.ActPause), cluster.KindOf(n), n.Name(), n.Addr(), p.spec.Duration))
 	return nil
 }
 
@@ -186,7 +154,7 @@ func (p *serverPause) Heal(ctx context.Context, env *Env) error {
 		return err
 	}
 	p.paused = nil
-	closeWindow(env, &p.window)
+	spec.CloseWindow(env.Rec, &p.window)
 	return nil
 }
 
@@ -227,9 +195,9 @@ func (c *serverCrash) Inject(ctx context.Context, env *Env) error {
 		restart = "after " + c.spec.Duration.String()
 	}
 	// The window opens before the kill: it spans the time the server is down.
-	c.window = openWindow(env, c.spec, fmt.Sprintf("%s of %s %s (%s), restart %s with its persistence", cluster.How(n, cluster.ActKill), cluster.KindOf(n), n.Name(), n.Addr(), restart))
+	c.window = spec.OpenWindow(env.Rec, c.spec, fmt.Sprintf("%s of %s %s (%s), restart %s with its persistence", cluster.How(n, cluster.ActKill), cluster.KindOf(n), n.Name(), n.Addr(), restart))
 	if err := n.Kill(ctx); err != nil {
-		closeWindow(env, &c.window)
+		spec.CloseWindow(env.Rec, &c.window)
 		return err
 	}
 	c.killed = n
@@ -254,6 +222,6 @@ func (c *serverCrash) restartLocked(ctx context.Context, env *Env) error {
 		return err
 	}
 	c.killed = nil
-	closeWindow(env, &c.window)
+	spec.CloseWindow(env.Rec, &c.window)
 	return nil
 }

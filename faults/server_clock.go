@@ -10,6 +10,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/exactlyonce"
+	"github.com/locklab/locklab/faults/spec"
 )
 
 // Modes of server-clock.
@@ -128,9 +129,9 @@ func (c *serverClock) injectFaketime(ctx context.Context, env *Env, n cluster.Cl
 	want := n.ClockOffset() + c.spec.Offset
 	what := fmt.Sprintf("libfaketime: clock of redis %s jumps %s and runs at x%g; set %+.3fs ahead",
 		n.Name(), signed(c.spec.Offset), c.rate(), want.Seconds())
-	c.window = openWindow(env, c.spec, what)
+	c.window = spec.OpenWindow(env.Rec, c.spec, what)
 	if err := n.SetClock(want, c.rate()); err != nil {
-		closeWindow(env, &c.window) // the clock did not move
+		spec.CloseWindow(env.Rec, &c.window) // the clock did not move
 		return err
 	}
 	c.node = n
@@ -139,7 +140,7 @@ func (c *serverClock) injectFaketime(ctx context.Context, env *Env, n cluster.Cl
 	if err != nil {
 		measured = "not measured: " + err.Error()
 	}
-	detailWindow(env, c.window, what+", "+measured)
+	spec.DetailWindow(env.Rec, c.window, what+", "+measured)
 	if err == nil && (got-want).Abs() > clockTolerance+rtt {
 		return fmt.Errorf("clock of redis %s set %+.3fs ahead, but TIME says %+.3fs: is libfaketime preloaded?", n.Name(), want.Seconds(), got.Seconds())
 	}
@@ -155,14 +156,14 @@ func (c *serverClock) injectEmulated(ctx context.Context, env *Env, n cluster.No
 	}
 	what := fmt.Sprintf("emulated: TTL shaving: every volatile key of redis %s (db 0) had its remaining TTL %s by %s at once, as if its clock jumped %s",
 		n.Name(), how, c.spec.Offset.Abs(), signed(c.spec.Offset))
-	c.window = openWindow(env, c.spec, what)
+	c.window = spec.OpenWindow(env.Rec, c.spec, what)
 	shifted, expired, err := shiftTTLs(ctx, n, -c.spec.Offset)
 	if err != nil {
-		closeWindow(env, &c.window)
+		spec.CloseWindow(env.Rec, &c.window)
 		return fmt.Errorf("emulate a clock jump of %+v on redis %s: %w", c.spec.Offset, n.Name(), err)
 	}
 	c.node = n
-	detailWindow(env, c.window, fmt.Sprintf("%s (%d keys, %d expired); its clock did not move", what, shifted, expired))
+	spec.DetailWindow(env.Rec, c.window, fmt.Sprintf("%s (%d keys, %d expired); its clock did not move", what, shifted, expired))
 	return nil
 }
 
@@ -182,7 +183,7 @@ func (c *serverClock) Heal(ctx context.Context, env *Env) error {
 		return err
 	}
 	c.node = nil
-	closeWindow(env, &c.window)
+	spec.CloseWindow(env.Rec, &c.window)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package faults
+package network
 
 import (
 	"context"
@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/faults/spec"
 )
 
 // partitionKinds are the partitions between servers: a backend whose servers have a
 // network of their own (the docker backend) cuts some of them off it. The process
 // backend's servers all talk over the host's loopback, where nothing can come between
 // two of them; its network faults act on the links between clients and servers.
-func partitionKinds() []KindInfo {
-	return []KindInfo{{
+func partitionKinds() []Kind {
+	return []Kind{{
 		Name: "partition",
 		Description: "each target server is cut off from every other server of the cluster (replication, Sentinel's pings and votes) for the duration: " +
 			"the docker backend disconnects its container from the servers' network, as Jepsen partitions hosts. Clients still reach it through their links, " +
@@ -25,13 +26,12 @@ func partitionKinds() []KindInfo {
 			"a partition that cuts the primary off from a majority of the Sentinels and from a replica is in place once they name a new primary (its duration counts from then; a trigger holds its client until then); " +
 			"on a Redis Cluster, one that cuts off the primary of the first lock key's slot with a replica of its own outside is in place once that replica is promoted (the cut-off primary refuses writes once it has missed the majority for the node timeout, and until then grants what the replica never sees); " +
 			"net-blackhole on client links puts each client on one side. Healing reconnects them; a Sentinel then turns an old primary into a replica, and what only it had is lost",
-		Targets:   "server names separated by commas: redis-N, lock-N, sentinel-N, store",
-		build:     buildPartition,
-		ownWindow: true,
+		Targets: "server names separated by commas: redis-N, lock-N, sentinel-N, store",
+		Build:   buildPartition,
 	}}
 }
 
-func buildPartition(s Spec) (Fault, error) {
+func buildPartition(s spec.Spec) (Fault, error) {
 	switch {
 	case s.Duration <= 0:
 		return nil, fmt.Errorf("fault %s needs a duration: it lasts until healed", s.Kind)
@@ -50,7 +50,7 @@ func buildPartition(s Spec) (Fault, error) {
 
 // partition is the partition kind: Isolate at Inject, Rejoin at Heal.
 type partition struct {
-	spec  Spec
+	spec  spec.Spec
 	names []string
 
 	mu     sync.Mutex
@@ -60,11 +60,11 @@ type partition struct {
 }
 
 // nodes are the target servers, each one that can be isolated.
-func (p *partition) nodes(env *Env) ([]cluster.IsolatableNode, error) {
-	if env.Cluster == nil {
-		return nil, fmt.Errorf("fault %s on %s: %w", p.spec.Kind, p.spec.Target, ErrNeedsCluster)
+func (p *partition) nodes(sc Scene) ([]cluster.IsolatableNode, error) {
+	if sc.Cluster == nil {
+		return nil, fmt.Errorf("fault %s on %s: %w", p.spec.Kind, p.spec.Target, spec.ErrNeedsCluster)
 	}
-	all := append(env.Cluster.Nodes(), env.Cluster.Sentinels...)
+	all := append(sc.Cluster.Nodes(), sc.Cluster.Sentinels...)
 	var out []cluster.IsolatableNode
 	for _, name := range p.names {
 		var found cluster.Node
@@ -88,19 +88,19 @@ func (p *partition) nodes(env *Env) ([]cluster.IsolatableNode, error) {
 	return out, nil
 }
 
-// Available says why the targets cannot be isolated in env.
-func (p *partition) Available(env *Env) error {
-	_, err := p.nodes(env)
+// Available says why the targets cannot be isolated in sc.
+func (p *partition) Available(sc Scene) error {
+	_, err := p.nodes(sc)
 	return err
 }
 
 // Inject cuts every target off; on a failure the ones already cut off are rejoined.
-func (p *partition) Inject(ctx context.Context, env *Env) error {
-	nodes, err := p.nodes(env)
+func (p *partition) Inject(ctx context.Context, sc Scene) error {
+	nodes, err := p.nodes(sc)
 	if err != nil {
 		return err
 	}
-	old, promote := p.splitsPrimary(ctx, env)
+	old, promote := p.splitsPrimary(ctx, sc)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, n := range nodes {
@@ -111,7 +111,7 @@ func (p *partition) Inject(ctx context.Context, env *Env) error {
 		p.cut = append(p.cut, n)
 	}
 	detail := fmt.Sprintf("%s cut off from the other servers (docker network disconnect) for %s", strings.Join(p.names, ", "), p.spec.Duration)
-	p.window = openWindow(env, p.spec, detail)
+	p.window = spec.OpenWindow(sc.Rec, p.spec, detail)
 	if old == nil {
 		return nil
 	}
@@ -120,18 +120,18 @@ func (p *partition) Inject(ctx context.Context, env *Env) error {
 	start := time.Now()
 	n, err := promote(ctx)
 	if err != nil {
-		detail += fmt.Sprintf("; %s promoted no replica in %s", p.promoter(env), short(time.Since(start)))
+		detail += fmt.Sprintf("; %s promoted no replica in %s", p.promoter(sc), spec.Short(time.Since(start)))
 		err = fmt.Errorf("partition of %s: %w", old.Name(), err)
 	} else {
-		detail += fmt.Sprintf("; %s promoted %s after %s, from when the duration counts", p.promoter(env), n.Name(), short(time.Since(start)))
+		detail += fmt.Sprintf("; %s promoted %s after %s, from when the duration counts", p.promoter(sc), n.Name(), spec.Short(time.Since(start)))
 	}
-	detailWindow(env, p.window, detail)
+	spec.DetailWindow(sc.Rec, p.window, detail)
 	return err
 }
 
 // promoter names who promotes a replica outside the partition.
-func (p *partition) promoter(env *Env) string {
-	if env.Cluster.Topology.Kind == cluster.RedisCluster {
+func (p *partition) promoter(sc Scene) string {
+	if sc.Cluster.Topology.Kind == cluster.RedisCluster {
 		return "the cluster's majority"
 	}
 	return "the Sentinels outside"
@@ -143,20 +143,20 @@ func (p *partition) promoter(env *Env) string {
 // replica (paced as a failover is: the steady pace retried an election that found no
 // fresh replica INFO 4 h later). On a Redis Cluster: the primary of the first lock key's
 // slot cut off from a majority of the primaries and from a replica of its own.
-func (p *partition) splitsPrimary(ctx context.Context, env *Env) (cluster.Node, func(context.Context) (cluster.Node, error)) {
-	c := env.Cluster
+func (p *partition) splitsPrimary(ctx context.Context, sc Scene) (cluster.Node, func(context.Context) (cluster.Node, error)) {
+	c := sc.Cluster
 	outside := func(nodes []cluster.Node) []cluster.Node {
 		return slices.DeleteFunc(slices.Clone(nodes), func(x cluster.Node) bool { return slices.Contains(p.names, x.Name()) })
 	}
 	switch {
 	case c.Topology.Kind == cluster.RedisCluster:
-		primary, replicas, err := c.SlotPrimary(ctx, env.firstLockKey())
+		primary, replicas, err := c.SlotPrimary(ctx, sc.LockKey)
 		free := outside(replicas)
 		if err != nil || !slices.Contains(p.names, primary.Name()) || len(free) == 0 {
 			return nil, nil
 		}
 		return primary, func(ctx context.Context) (cluster.Node, error) {
-			return c.AwaitClusterPromotion(ctx, free, promoteTimeout)
+			return c.AwaitClusterPromotion(ctx, free, spec.PromoteTimeout)
 		}
 	case c.Topology.Kind != cluster.Replicated || len(c.Sentinels) == 0:
 		return nil, nil
@@ -173,19 +173,19 @@ func (p *partition) splitsPrimary(ctx context.Context, env *Env) (cluster.Node, 
 			return nil, err
 		}
 		p.paced = true
-		return c.AwaitPromotion(ctx, primary, promoteTimeout)
+		return c.AwaitPromotion(ctx, primary, spec.PromoteTimeout)
 	}
 }
 
 // Heal rejoins every server cut off; one that fails stays for the next Heal.
-func (p *partition) Heal(ctx context.Context, env *Env) error {
+func (p *partition) Heal(ctx context.Context, sc Scene) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	err := p.healLocked(ctx)
 	if len(p.cut) == 0 {
-		closeWindow(env, &p.window)
+		spec.CloseWindow(sc.Rec, &p.window)
 		if p.paced {
-			err = env.Cluster.SteadySentinels(ctx)
+			err = sc.Cluster.SteadySentinels(ctx)
 			p.paced = err != nil
 		}
 	}
