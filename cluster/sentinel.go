@@ -130,7 +130,7 @@ func (c *Cluster) startSentinels(ctx context.Context, sb SentinelBackend, primar
 	if err != nil {
 		return err
 	}
-	return c.awaitSentinels(ctx, primary)
+	return c.AwaitSentinels(ctx, primary)
 }
 
 // downAfter is Sentinel i's down-after-milliseconds (see sentinelStagger).
@@ -341,27 +341,28 @@ func (c *Cluster) Reregister(ctx context.Context, primary Node) error {
 
 // AwaitSentinels waits until every Sentinel monitors primary as an up master and knows
 // every other data node as its replica and the other Sentinels as peers, so that a
-// failover can be agreed on. Sentinels find each other by hello messages, which they
-// send every 2 s, and find replicas by asking the primary every 10 s; the wait shortens
-// both periods and restores them.
+// failover can be agreed on.
 func (c *Cluster) AwaitSentinels(ctx context.Context, primary Node) error {
-	return c.awaitSentinels(ctx, primary)
+	return c.AwaitSentinelsSee(ctx, func(ctx context.Context, sc *redis.SentinelClient) error {
+		return sentinel.Ready(ctx, sc, MasterName, PeerAddr(primary), len(c.Lock)-1, len(c.Sentinels)-1)
+	})
 }
 
-func (c *Cluster) awaitSentinels(ctx context.Context, primary Node) error {
+// AwaitSentinelsSee waits until check passes on every Sentinel. Sentinels find each other
+// by hello messages, which they send every 2 s, and learn of the servers by asking for
+// INFO every 10 s; the wait shortens both periods and restores them.
+func (c *Cluster) AwaitSentinelsSee(ctx context.Context, check func(context.Context, *redis.SentinelClient) error) error {
 	if err := c.setPeriods(ctx, quickPeriod, quickPeriod); err != nil {
 		return err
 	}
 	var last error
 	for {
-		last = c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error {
-			return sentinel.Ready(ctx, sc, MasterName, PeerAddr(primary), len(c.Lock)-1, len(c.Sentinels)-1)
-		})
+		last = c.onSentinels(ctx, func(ctx context.Context, _ int, sc *redis.SentinelClient) error { return check(ctx, sc) })
 		if last == nil {
 			break
 		}
 		if !sleepCtx(ctx, sentinelPollInterval) {
-			return fmt.Errorf("sentinels not ready: %w (last: %v)", ctx.Err(), last)
+			return fmt.Errorf("sentinels: %w (last: %v)", ctx.Err(), last)
 		}
 	}
 	return c.setPeriods(ctx, defaultHelloPeriod, defaultInfoPeriod)

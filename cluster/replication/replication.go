@@ -1,6 +1,7 @@
 // Package replication reads and cuts the replication of one Redis server, by address:
-// its INFO replication, and a Cutter that stops a primary feeding its replicas at an
-// instant when it holds no lease. Package cluster wires them to its servers.
+// its INFO replication, a Cutter that stops a primary feeding its replicas (or one of
+// them) at an instant when it holds no lease, and a replica barred from promotion.
+// Package cluster wires them to its servers.
 package replication
 
 import (
@@ -88,6 +89,13 @@ func AwaitCaughtUp(ctx context.Context, addr string, want int64, poll time.Durat
 type Cutter struct {
 	name string // the primary's, for errors
 	cl   *redis.Client
+	only *replica // the one replica to cut (CutOnly); nil: every replica
+}
+
+// replica is one replica a Cutter cuts, over a connection of its own.
+type replica struct {
+	name string
+	cl   *redis.Client
 }
 
 // NewCutter is a Cutter of the primary name at addr; it dials at its first command.
@@ -96,8 +104,20 @@ func NewCutter(name, addr string) *Cutter {
 	return &Cutter{name: name, cl: exactlyonce.OneConnection(addr, time.Second)}
 }
 
-// Close closes the cutter's connection.
-func (k *Cutter) Close() error { return k.cl.Close() }
+// CutOnly makes k cut the replica name at addr alone: the other replicas keep
+// replicating (and acknowledging WAIT), and one of them may be barred from promotion
+// (Bar) so that the lagging one is promoted.
+func (k *Cutter) CutOnly(name, addr string) {
+	k.only = &replica{name: name, cl: exactlyonce.OneConnection(addr, time.Second)}
+}
+
+// Close closes the cutter's connections.
+func (k *Cutter) Close() error {
+	if k.only != nil {
+		k.only.cl.Close()
+	}
+	return k.cl.Close()
+}
 
 // Leases is how many keys with an expiry the primary holds. The lock implementations
 // here give every lease a TTL and nothing else one (fence counters have none, and the
@@ -121,12 +141,22 @@ func (k *Cutter) Leases(ctx context.Context) (int64, error) {
 //
 // In the same transaction it counts the leases held at the instant of the cut (see
 // Leases), and returns that count; then it sends the command then, if any.
+//
+// A Cutter that cuts one replica (CutOnly) cuts it on the replica's side (cutReplica)
+// first, and then counts the leases on the primary and sends then.
 func (k *Cutter) Cut(ctx context.Context, then ...any) (leases int64, err error) {
+	if k.only != nil {
+		if err := cutReplica(ctx, k.only.cl); err != nil {
+			return 0, fmt.Errorf("cut %s off %s: %w", k.only.name, k.name, err)
+		}
+	}
 	var keyspace *redis.StringCmd
 	_, err = k.cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		keyspace = p.Info(ctx, "keyspace")
-		p.Do(ctx, "ACL", "SETUSER", "default", "-sync", "-psync")
-		p.Do(ctx, "CLIENT", "KILL", "TYPE", "replica")
+		if k.only == nil {
+			p.Do(ctx, "ACL", "SETUSER", "default", "-sync", "-psync")
+			p.Do(ctx, "CLIENT", "KILL", "TYPE", "replica")
+		}
 		if len(then) > 0 {
 			p.Do(ctx, then...)
 		}
@@ -191,4 +221,55 @@ func expiringKeys(info string) int64 {
 		}
 	}
 	return total
+}
+
+// cutUser is the user a cut replica authenticates as to its primary: no such user
+// exists, so every reconnection fails.
+const cutUser = "locklab-cut-replica"
+
+// cutReplica cuts a replica off its primary from now on, on the replica's side: it must
+// authenticate as a user that does not exist, and its link is closed, so its
+// reconnections fail and it keeps what it had (a lagging replica). Its primary and the
+// other replicas are untouched. ReconnectReplica undoes it.
+func cutReplica(ctx context.Context, cl *redis.Client) error {
+	_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ConfigSet(ctx, "masteruser", cutUser)
+		p.ConfigSet(ctx, "masterauth", cutUser)
+		p.Do(ctx, "CLIENT", "KILL", "TYPE", "master")
+		return nil
+	})
+	return err
+}
+
+// ReconnectReplica undoes a Cutter's cut of the replica at addr alone (CutOnly): it
+// authenticates as the default user again and reconnects within a second.
+func ReconnectReplica(ctx context.Context, addr string) error {
+	cl := exactlyonce.OneConnection(addr, time.Second)
+	defer cl.Close()
+	_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ConfigSet(ctx, "masteruser", "")
+		p.ConfigSet(ctx, "masterauth", "")
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reconnect the replica at %s: %w", addr, err)
+	}
+	return nil
+}
+
+// Bar bars the replica at addr from promotion, or lifts the bar: a replica with
+// replica-priority 0 is never promoted by Sentinel, and one of a Redis Cluster with
+// cluster-replica-no-failover never starts an election of its own. The bar takes effect
+// on the replica at once; Sentinels read it from its INFO.
+func Bar(ctx context.Context, addr string, redisCluster, barred bool) error {
+	param, value := "replica-priority", map[bool]string{true: "0", false: "100"}[barred]
+	if redisCluster {
+		param, value = "cluster-replica-no-failover", map[bool]string{true: "yes", false: "no"}[barred]
+	}
+	cl := exactlyonce.OneConnection(addr, time.Second)
+	defer cl.Close()
+	if err := cl.ConfigSet(ctx, param, value).Err(); err != nil {
+		return fmt.Errorf("config set %s %s on %s: %w", param, value, addr, err)
+	}
+	return nil
 }

@@ -120,3 +120,19 @@ func Tilts(ctx context.Context, sc *redis.SentinelClient) (bool, error) {
 	err := sc.Process(ctx, cmd)
 	return err == nil && strings.Contains(cmd.Val(), "sentinel_tilt:1"), err
 }
+
+// Barred is how many of master's replicas a Sentinel knows to be barred from promotion
+// (replica-priority 0, read from their INFO).
+func Barred(ctx context.Context, sc *redis.SentinelClient, master string) (int, error) {
+	cmd := redis.NewMapStringStringSliceCmd(ctx, "sentinel", "replicas", master)
+	if err := sc.Process(ctx, cmd); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range cmd.Val() {
+		if r["slave-priority"] == "0" {
+			n++
+		}
+	}
+	return n, nil
+}
