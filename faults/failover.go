@@ -10,7 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/replication"
+	"github.com/locklab/locklab/cluster/sentinel"
 	"github.com/locklab/locklab/faults/spec"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/workload"
@@ -43,6 +47,7 @@ func failoverKinds() []KindInfo {
 			"With a point, replication from the primary is cut when the fault starts, at an instant when no lease is held (every client is held before its next acquire until the leases held drain, and writes are paused while the leases are counted and replication cut; the window says for how long), and the primary dies when the target client (or any) next reaches the point " +
 			"with a write made after the cut (e.g. acquire:granted: that grant then exists only on the dead primary); the point must be reached within the duration. " +
 			"The other clients wait before acquiring while the kill is under way (an engine can report a death seconds late). That client is held there until the promotion is done and another client was granted by the new primary and read; that one is held before its write until the first has read (each wait at most the duration), and the run's clients keep going until the first goes on. " +
+			"With cut one (on a primary with two replicas or more, in every mode but manual), only one replica is cut off, on its own side, and it is the one promoted: the others keep replicating, and acknowledge WAIT, but are barred from promotion (replica-priority 0, which every Sentinel is seen to know before the cut; on a Redis Cluster cluster-replica-no-failover; force and takeover are sent to the lagging one), so a grant a replica acknowledged is lost all the same. " +
 			"Heal restarts the dead node as a replica of the new primary",
 		Targets:   "without a point: primary (the default); with a point: client:N or any, whose point it is",
 		Points:    true,
@@ -66,6 +71,12 @@ func buildFailover(s Spec) (Fault, error) {
 		return nil, fmt.Errorf("fault failover: target %q: without a point the target is the primary", s.Target)
 	case s.Point != "" && s.Duration <= 0:
 		return nil, fmt.Errorf("fault failover at point %s: needs a duration, the time within which the point must be reached", s.Point)
+	case s.Cut != "" && s.Cut != "all" && s.Cut != "one":
+		return nil, fmt.Errorf("fault failover: cut %q: want all (every replica lags, the default) or one (one replica lags and is promoted)", s.Cut)
+	case s.Cut == "one" && s.Point == "":
+		return nil, fmt.Errorf("fault failover: cut one needs a point: the replica is cut before the grant the point strikes at")
+	case s.Cut == "one" && s.Mode == FailoverManual:
+		return nil, fmt.Errorf("fault failover: cut one does not apply to mode manual, which promotes the replica with the most of the stream: never the lagging one")
 	}
 	return f, nil
 }
@@ -93,6 +104,8 @@ type failover struct {
 	heldSince time.Time
 	dead      cluster.Node   // the primary that was killed
 	replicas  []cluster.Node // on a Redis Cluster: the replicas of the primary it kills
+	lagging   cluster.Node   // cut one: the replica cut off alone, to be promoted
+	barred    []cluster.Node // cut one: the replicas barred from promotion, until Heal
 	promoted  cluster.Node
 	restarted bool // the dead node runs again
 	healed    bool
@@ -121,6 +134,9 @@ func (f *failover) Available(env *Env) error {
 	}
 	if len(c.Lock) < 2 || len(c.Sentinels) == 0 && c.Topology.Kind == cluster.Replicated || c.Topology.Kind == cluster.RedisCluster && c.Topology.Replicas < 1 {
 		return fmt.Errorf("failover needs a replica to promote (and on a replicated topology, Sentinels): topology %s has none", c.Topology)
+	}
+	if f.spec.Cut == "one" && (len(c.Lock) < 3 || c.Topology.Kind == cluster.RedisCluster && c.Topology.Replicas < 2) {
+		return fmt.Errorf("failover with cut one needs two replicas of the primary, one to lag and be promoted and one to acknowledge: topology %s has fewer", c.Topology)
 	}
 	if err := ModeOnTopology("failover", f.spec.Mode, c.Topology); err != nil {
 		return err
@@ -201,6 +217,9 @@ func (f *failover) cutWhenIdle(ctx context.Context, env *Env) error {
 	began := f.heldSince
 	var paused time.Duration
 	primary, err := f.primary(ctx, env)
+	if err == nil && f.spec.Cut == "one" {
+		err = f.lag(ctx, env.Cluster, primary)
+	}
 	if err != nil {
 		err = fmt.Errorf("failover: %w", err)
 	} else {
@@ -213,7 +232,67 @@ func (f *failover) cutWhenIdle(ctx context.Context, env *Env) error {
 	}
 	f.cutNote = fmt.Sprintf("cut %s after the fault began; %s; writes on %s paused for at most %s to count its leases and cut",
 		spec.Short(f.cutAt.Sub(began)), hold, primary.Name(), spec.Short(paused))
+	if f.lagging != nil {
+		f.cutNote += fmt.Sprintf("; only %s was cut off, %s barred from promotion", f.lagging.Name(), names(f.barred))
+	}
 	return nil
+}
+
+// lag picks the replica of primary that lags (the last) and bars the others from
+// promotion; on Sentinel it waits until every Sentinel knows, so that no election can take
+// a barred one. f.mu is held.
+func (f *failover) lag(ctx context.Context, c *cluster.Cluster, primary cluster.Node) error {
+	replicas := f.replicas
+	if c.Topology.Kind != cluster.RedisCluster {
+		replicas = slices.DeleteFunc(slices.Clone(c.Lock), func(n cluster.Node) bool { return n == primary })
+	}
+	if len(replicas) < 2 {
+		return fmt.Errorf("cut one: %s has %d replica(s), and one must lag while another acknowledges", primary.Name(), len(replicas))
+	}
+	f.lagging, f.barred = replicas[len(replicas)-1], replicas[:len(replicas)-1]
+	for _, n := range f.barred {
+		if err := replication.Bar(ctx, n.Addr(), c.Topology.Kind == cluster.RedisCluster, true); err != nil {
+			return err
+		}
+	}
+	if c.Topology.Kind == cluster.RedisCluster {
+		return nil // a node reads its own bar when it would start an election
+	}
+	return c.AwaitSentinelsSee(ctx, func(ctx context.Context, sc *redis.SentinelClient) error {
+		n, err := sentinel.Barred(ctx, sc, cluster.MasterName)
+		if err == nil && n != len(f.barred) {
+			err = fmt.Errorf("knows %d replicas barred from promotion, want %d", n, len(f.barred))
+		}
+		return err
+	})
+}
+
+// names lists nodes' names.
+func names(nodes []cluster.Node) string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Name()
+	}
+	return strings.Join(out, ", ")
+}
+
+// restore undoes the cut, which was never struck: replication from the primary resumes,
+// or the lagging replica reconnects.
+func (f *failover) restore(ctx context.Context, c *cluster.Cluster) error {
+	if f.lagging != nil {
+		return replication.ReconnectReplica(ctx, f.lagging.Addr())
+	}
+	return c.RestoreReplication(ctx, f.cut)
+}
+
+// unlag lifts what cut one did to the replicas: the lagging one reconnects (or, promoted,
+// would as soon as it is a replica again) and the others may be promoted again.
+func (f *failover) unlag(ctx context.Context, c *cluster.Cluster) error {
+	errs := []error{replication.ReconnectReplica(ctx, f.lagging.Addr())}
+	for _, n := range f.barred {
+		errs = append(errs, replication.Bar(ctx, n.Addr(), c.Topology.Kind == cluster.RedisCluster, false))
+	}
+	return errors.Join(errs...)
 }
 
 // holdFromStart holds the clients before they first acquire when the fault is due at the
@@ -254,6 +333,9 @@ func (f *failover) cutOnceIdle(ctx context.Context, c *cluster.Cluster, primary 
 	defer cancel()
 	k := c.NewCutter(primary)
 	defer k.Close()
+	if f.lagging != nil {
+		k.CutOnly(f.lagging.Name(), f.lagging.Addr())
+	}
 	seen := int64(-1) // leases at the last look that answered (-1: none did)
 	for {
 		leases, err := k.Leases(ctx)
@@ -305,7 +387,7 @@ func (f *failover) cutIfIdle(ctx context.Context, c *cluster.Cluster, k *cluster
 	}
 	// The pause lapsed before the cut and a lease came in between: undo the cut, let the
 	// replicas catch up (or they would miss what happens while they reconnect), look again.
-	if err := c.RestoreReplication(ctx, k.Primary()); err != nil {
+	if err := f.restore(ctx, c); err != nil {
 		return false, leases, paused, err
 	}
 	return false, leases, paused, c.AwaitCaughtUp(ctx, k.Primary())
@@ -442,7 +524,11 @@ func (f *failover) promote(ctx context.Context, c *cluster.Cluster, old cluster.
 	case FailoverCluster:
 		return c.AwaitClusterPromotion(ctx, f.replicas, spec.PromoteTimeout)
 	case FailoverForce, FailoverTakeover:
-		if err := c.ClusterFailover(ctx, f.replicas[0], strings.ToUpper(f.mode)); err != nil {
+		to := f.replicas[0]
+		if f.lagging != nil {
+			to = f.lagging
+		}
+		if err := c.ClusterFailover(ctx, to, strings.ToUpper(f.mode)); err != nil {
 			return nil, err
 		}
 		return c.AwaitClusterPromotion(ctx, f.replicas, spec.PromoteTimeout)
@@ -494,9 +580,12 @@ func (f *failover) Heal(ctx context.Context, env *Env) error {
 	var err error
 	switch {
 	case f.cut != nil: // never struck
-		err = c.RestoreReplication(ctx, f.cut)
+		err = f.restore(ctx, c)
 	case f.dead != nil:
 		err = f.rejoin(ctx, c)
+	}
+	if f.lagging != nil {
+		err = errors.Join(err, f.unlag(ctx, c))
 	}
 	if err != nil && ctx.Err() != nil {
 		return nil

@@ -91,6 +91,10 @@ func TestFailoverSpecsAreChecked(t *testing.T) {
 		{Spec{Kind: "failover", Mode: "coin-toss"}, `mode "coin-toss"`},
 		{Spec{Kind: "failover", Target: "client:0"}, "without a point the target is the primary"},
 		{Spec{Kind: "failover", Target: "any", Point: "acquire:granted"}, "needs a duration"},
+		{Spec{Kind: "failover", Cut: "half"}, `cut "half": want all`},
+		{Spec{Kind: "failover", Cut: "one"}, "cut one needs a point"},
+		{Spec{Kind: "failover", Cut: "one", Mode: FailoverManual, Target: "any", Point: "acquire:granted", Duration: time.Second}, "does not apply to mode manual"},
+		{Spec{Kind: "server-crash", Target: "lock-0", Cut: "one"}, "takes no cut"},
 	} {
 		if _, err := New(c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%v) = %v, want an error with %q", c.spec, err, c.want)
@@ -293,16 +297,52 @@ func TestFailoverNeverStruckRestoresReplication(t *testing.T) {
 		t.Fatalf("primary %v, %v; want redis-0 untouched", p, err)
 	}
 	for _, r := range c.Lock[1:] {
-		deadline := time.Now().Add(10 * time.Second)
-		for direct(t, r).Get(ctx, "k").Err() != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never caught up after the cut healed", r.Name())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		awaitKey(t, r, "k")
 	}
 	if n := len(env.Rec.History().Faults); n != 0 {
 		t.Errorf("%d fault windows for a failover that never struck, want 0", n)
+	}
+}
+
+// Cut one cuts one replica off alone and bars the others from promotion; a failover that
+// never struck heals both: the lagging replica catches up and the bar is lifted.
+func TestFailoverCutOneLagsOneReplica(t *testing.T) {
+	t.Parallel()
+	env, ctx := failoverEnv(t)
+	c := env.Cluster
+	f := newFailover(t, env, Spec{Kind: "failover", Cut: "one", Duration: 5 * time.Second, Target: "client:0", Point: lockimpl.StepGranted})
+	if err := f.Inject(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	barred, lagging := c.Lock[1], c.Lock[2]
+	if err := direct(t, c.Lock[0]).Set(ctx, "k", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	awaitKey(t, barred, "k")
+	if v := direct(t, barred).ConfigGet(ctx, "replica-priority").Val()["replica-priority"]; v != "0" {
+		t.Errorf("%s: replica-priority %q while cut one is in place, want 0", barred.Name(), v)
+	}
+	if err := direct(t, lagging).Get(ctx, "k").Err(); err != redis.Nil {
+		t.Errorf("%s has k (%v) once %s has it: it was not cut off", lagging.Name(), err, barred.Name())
+	}
+	if err := f.Heal(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	awaitKey(t, lagging, "k")
+	if v := direct(t, barred).ConfigGet(ctx, "replica-priority").Val()["replica-priority"]; v != "100" {
+		t.Errorf("%s: replica-priority %q after the heal, want 100", barred.Name(), v)
+	}
+}
+
+// awaitKey waits until n has key, replicated from its primary.
+func awaitKey(t *testing.T, n cluster.Node, key string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for direct(t, n).Get(context.Background(), key).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never got %s from its primary", n.Name(), key)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

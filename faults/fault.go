@@ -110,6 +110,9 @@ func kindOf(s Spec) (KindInfo, error) {
 	if !k.Points && s.Point != "" {
 		return k, fmt.Errorf("fault %s takes no point", s.Kind)
 	}
+	if s.Cut != "" && s.Kind != "failover" {
+		return k, fmt.Errorf("fault %s takes no cut (a failover's)", s.Kind)
+	}
 	return k, nil
 }
 

@@ -146,6 +146,7 @@ type FaultSpec struct {
 	Offset    Duration `json:"offset,omitzero"`
 	Rate      float64  `json:"rate,omitempty"`
 	Mode      string   `json:"mode,omitempty"`
+	Cut       string   `json:"cut,omitempty"`
 }
 
 // Spec converts f for the faults package.
@@ -153,7 +154,7 @@ func (f FaultSpec) Spec() faults.Spec {
 	return faults.Spec{
 		Kind: f.Kind, At: f.At.D(), Duration: f.Duration.D(), Target: f.Target, Point: f.Point,
 		Trigger: f.Trigger, Latency: f.Latency.D(), Jitter: f.Jitter.D(), Direction: f.Direction,
-		Offset: f.Offset.D(), Rate: f.Rate, Mode: f.Mode,
+		Offset: f.Offset.D(), Rate: f.Rate, Mode: f.Mode, Cut: f.Cut,
 	}
 }
 

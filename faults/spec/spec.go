@@ -42,6 +42,7 @@ type Spec struct {
 	Offset    time.Duration // clocks: jump (may be negative)
 	Rate      float64       // clocks: speed factor, 1 = normal
 	Mode      string        // kind-specific variant, e.g. failover "manual" or "sentinel"
+	Cut       string        // failover: which replicas lag, "all" (the default) or "one"
 }
 
 func (s Spec) String() string {
@@ -66,6 +67,9 @@ func (s Spec) String() string {
 	}
 	if s.Mode != "" {
 		b += " mode " + s.Mode
+	}
+	if s.Cut != "" {
+		b += " cut " + s.Cut
 	}
 	return b
 }
