@@ -84,6 +84,38 @@ func TestFailoverWait(t *testing.T) {
 	}
 }
 
+// WAIT's limit: a replica acknowledged the first client's grant, but the primary's
+// other replica, cut off from it alone, is the one promoted (the acknowledging one is
+// barred from promotion), so the grant is lost all the same: P1, P2 and P3 break as in
+// failover-loss, on Sentinel and on a Redis Cluster. The window must say that the
+// promoted replica is the one that was cut off.
+func TestFailoverWaitLagging(t *testing.T) {
+	illegal := verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P3: lin.Illegal, lin.L1: lin.OK}
+	for _, backend := range testBackends {
+		for _, c := range []struct{ name, fencing string }{{"failover-wait-lagging", "off"}, {"cluster-failover-wait-lagging", "full"}} {
+			t.Run(backend+"/"+c.name+"/"+c.fencing, func(t *testing.T) {
+				t.Parallel()
+				rep := runPlan(t, nil, scenario(t, c.name, onBackend(backend, func(p *plan.Plan) { p.Fencing = c.fencing })))
+				assertVerdicts(t, rep, illegal)
+				assertFaultsFired(t, rep)
+				assertFailoverStruck(t, rep)
+				h, err := histories.Load(rep.Dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range h.Faults {
+					if w.Kind == "failover" && (w.Promoted == "" || !strings.Contains(w.Detail, "only "+w.Promoted+" was cut off")) {
+						t.Errorf("failover window %q: promoted %q, want the replica that was cut off alone", w.Detail, w.Promoted)
+					}
+				}
+				if t.Failed() {
+					logHistory(t, rep)
+				}
+			})
+		}
+	}
+}
+
 // assertWindowSays fails unless the window of the fault of kind says each condition's
 // words, naming each condition that did not come.
 func assertWindowSays(t *testing.T, rep Report, kind string, conditions []struct{ says, condition string }) {
