@@ -58,6 +58,8 @@ func Classes(reg *lockimpl.Registry) []Class {
 		// The same on a Redis Cluster: the primary of the lock key's slot dies, and its
 		// replica takes over by the cluster's vote, CLUSTER FAILOVER FORCE or TAKEOVER.
 		{ID: "cluster-failover-loss", Description: "Redis Cluster: the primary of the key's slot dies before replicating it; its replica takes over without it", Space: Space{Impls: []string{"fenced"}, Faults: []string{"failover"}, Topologies: []string{cluster.RedisCluster}, MinFaults: 1, Calm: true}, Detect: []lin.Property{lin.P1, lin.P3}, Scenarios: []string{"cluster-failover-loss"}},
+		// WAIT's limit: a replica acknowledged the grant, another, lagging, is promoted.
+		{ID: "failover-wait-lagging", Description: "WAIT 1 acknowledged by one replica; the primary dies and the lagging replica is promoted without the grant", Space: Space{Impls: []string{"fenced"}, Faults: []string{"failover"}, MinFaults: 1, Calm: true, Wait: true}, Detect: []lin.Property{lin.P1, lin.P3}, Scenarios: []string{"failover-wait-lagging", "cluster-failover-wait-lagging"}},
 		// Whatever delays the old holder's write (a pause, or work longer than the lease), a
 		// lost update with fences checked on writes is this class: fences grow on one server,
 		// so only a stale write between the new holder's unfenced read and its write is

@@ -52,6 +52,10 @@ type Space struct {
 	// TTL, when set, is every plan's TTL instead of one drawn from 200 ms to 1 s; what the
 	// generator derives from the TTL (work, fault times and lengths, clock jumps) follows it.
 	TTL plan.Duration `json:"ttl,omitzero"`
+	// Wait: every lock WAITs for one replica after each grant (plan.Plan.WaitReplicas), on
+	// primaries with two replicas, and every failover cuts one replica only (faults'
+	// cut one): what WAIT does not save. Locks that cannot WAIT are left out.
+	Wait bool `json:"wait,omitempty"`
 }
 
 // minCalmTTL is the shortest TTL a calm plan can have: work up to a quarter of it must
@@ -89,6 +93,7 @@ type space struct {
 	maxFaults int
 	calm      bool
 	careful   bool
+	wait      bool
 	ttl       time.Duration // 0: drawn
 }
 
@@ -100,7 +105,7 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 	if reg == nil {
 		reg = locks.All()
 	}
-	out := space{backend: s.Backend, minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm, careful: s.Careful, ttl: s.TTL.D()}
+	out := space{backend: s.Backend, minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm, careful: s.Careful, wait: s.Wait, ttl: s.TTL.D()}
 	if err := plan.CheckBackend(s.Backend); err != nil {
 		return space{}, err
 	}
@@ -177,6 +182,10 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 		if err != nil {
 			return space{}, err
 		}
+		if s.Wait && (!impl.Waits || impl.Process) {
+			why = append(why, fmt.Sprintf("%s cannot WAIT for replicas", name))
+			continue
+		}
 		is := implSpace{impl: impl}
 		for _, f := range fencingModes() {
 			if (len(s.Fencings) == 0 || slices.Contains(s.Fencings, f)) && (f == string(workload.FencingOff) || impl.Fencing) {
@@ -188,7 +197,7 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 			continue
 		}
 		for _, topo := range topologyKinds() {
-			if !impl.RunsOn(topo) || (topo == cluster.Etcd && s.Backend == plan.BackendDocker) ||
+			if !impl.RunsOn(topo) || (topo == cluster.Etcd && s.Backend == plan.BackendDocker) || (s.Wait && topo != cluster.Replicated && topo != cluster.RedisCluster) ||
 				(len(s.Topologies) > 0 && !slices.Contains(s.Topologies, topo)) {
 				continue // etcd members run as local processes only
 			}
@@ -289,6 +298,12 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 	case cluster.RedisCluster:
 		topo.Nodes, topo.Replicas = 6, 1 // three primaries, a replica each
 	}
+	if sp.wait { // a replica to lag, one to acknowledge (replicated has two already)
+		p.WaitReplicas = 1
+		if tc.kind == cluster.RedisCluster {
+			topo.Nodes, topo.Replicas = 9, 2
+		}
+	}
 	p.Topology = topo.String()
 	p.Fencing = rapid.SampledFrom(is.fencings).Draw(t, "fencing")
 
@@ -304,13 +319,16 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 	p.Retry = plan.D(time.Duration(rapid.IntRange(1, 20).Draw(t, "retry_ms")) * time.Millisecond)
 	p.Think = plan.D(p.Retry.D() + time.Duration(rapid.IntRange(1, 30).Draw(t, "think_extra_ms"))*time.Millisecond)
 	p.Timeout = plan.D(rapid.SampledFrom([]time.Duration{2 * time.Second, time.Second}).Draw(t, "timeout"))
+	if p.WaitReplicas > 0 {
+		p.WaitTimeout = plan.D(p.Timeout.D() / 2) // the WAIT times out before its command
+	}
 	p.Careless = !sp.careful && rapid.Bool().Draw(t, "careless") // Careful: no draw
 	p.Extend = rapid.SampledFrom([]float64{0, 0.5, 1}).Draw(t, "extend")
 	p.ImplOptions = drawOptions(t, impl)
 
 	if sp.maxFaults > 0 && len(tc.kinds) > 0 {
 		env := faultEnv{impl: impl, topo: topo, clients: p.Clients, ttl: ttl, run: run, backend: sp.backend,
-			points: append(workload.Points(), impl.Steps...)}
+			points: p.Points(impl), wait: sp.wait}
 		gens := faultGens()
 		one := rapid.Custom(func(t *rapid.T) plan.FaultSpec {
 			kind := rapid.SampledFrom(tc.kinds).Draw(t, "kind")
@@ -436,6 +454,7 @@ type faultEnv struct {
 	run     time.Duration
 	points  []string // the client's points and the implementation's steps
 	backend string
+	wait    bool // failovers cut one replica (Space.Wait)
 }
 
 // faultGen draws one fault of a kind.
@@ -546,8 +565,11 @@ func faultGens() map[string]faultGen {
 			if e.topo.Kind == cluster.RedisCluster {
 				modes = []string{faults.FailoverTakeover, faults.FailoverForce, faults.FailoverCluster}
 			}
+			if e.wait {
+				modes, f.Cut = slices.DeleteFunc(modes, func(m string) bool { return m == faults.FailoverManual }), "one"
+			}
 			f.Mode = rapid.SampledFrom(modes).Draw(t, "failover_mode")
-			if rapid.IntRange(0, 3).Draw(t, "failover_at_time") == 3 {
+			if !e.wait && rapid.IntRange(0, 3).Draw(t, "failover_at_time") == 3 {
 				f.Target = "primary"
 				e.start(t, &f)
 			} else {

@@ -293,8 +293,6 @@ func TestPlanGenIsDeterministic(t *testing.T) {
 	}
 }
 
-// TestLockNodesAreTheClustersNames: the server names the generator targets are the names
-// cluster.Start gives the lock servers of each topology kind.
 // TestGeneratorFailsOverARedisCluster: a space of fenced with failovers draws Redis
 // Clusters, with each of the cluster's failover modes.
 func TestGeneratorFailsOverARedisCluster(t *testing.T) {
@@ -316,6 +314,41 @@ func TestGeneratorFailsOverARedisCluster(t *testing.T) {
 	}
 }
 
+// TestGeneratorWaitsAndCutsOneReplica: a Wait space draws WAIT 1 on primaries with two
+// replicas, failovers that cut one replica at a point in every mode but manual, and
+// leaves out the locks that cannot WAIT; every plan validates.
+func TestGeneratorWaitsAndCutsOneReplica(t *testing.T) {
+	reg := locks.All()
+	gen, err := PlanGen(reg, Space{Impls: []string{"fenced", "redsync"}, Faults: []string{"failover"}, MinFaults: 1, Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i := range 300 {
+		p := gen.Example(i + 1)
+		if err := p.Validate(reg); err != nil {
+			t.Fatalf("draw %d: %v", i, err)
+		}
+		if p.Impl != "fenced" || p.WaitReplicas != 1 || (p.Topology != "replicated:3" && p.Topology != "cluster:3x2") {
+			t.Fatalf("draw %d: %s on %s waiting for %d replicas, want fenced waiting for 1 on a primary with two replicas", i, p.Impl, p.Topology, p.WaitReplicas)
+		}
+		for _, f := range p.Faults {
+			if f.Cut != "one" || f.Point == "" || f.Mode == faults.FailoverManual {
+				t.Fatalf("draw %d: failover %+v, want cut one at a point, not manual", i, f)
+			}
+			seen[p.Topology]++
+		}
+	}
+	if seen["replicated:3"] == 0 || seen["cluster:3x2"] == 0 {
+		t.Errorf("300 draws failed over %v, want both topologies", seen)
+	}
+	if _, err := PlanGen(reg, Space{Impls: []string{"redsync"}, Faults: []string{"failover"}, Wait: true}); err == nil || !strings.Contains(err.Error(), "redsync cannot WAIT") {
+		t.Errorf("redsync alone with Wait: %v, want a refusal", err)
+	}
+}
+
+// TestLockNodesAreTheClustersNames: the server names the generator targets are the names
+// cluster.Start gives the lock servers of each topology kind.
 func TestLockNodesAreTheClustersNames(t *testing.T) {
 	for _, topo := range []cluster.Topology{{Kind: cluster.Single, Nodes: 1}, {Kind: cluster.Nodes, Nodes: 3}, {Kind: cluster.Replicated, Nodes: 3}, {Kind: cluster.RedisCluster, Nodes: 6, Replicas: 1}} {
 		c := clustertest.Start(t, topo)

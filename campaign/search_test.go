@@ -262,28 +262,34 @@ func TestAFailedRunKeepsItsDirectory(t *testing.T) {
 	}
 }
 
-// TestSearchFindsClusterFailoverLoss: random search over fenced with failovers on a
-// Redis Cluster finds the lost grant (P1 or P3 broken) and confirms it in a re-run. A
+// TestSearchFindsFailoverClasses: random search finds each failover class with its
+// points (the grant lost with a Redis Cluster's primary; the grant a replica acknowledged
+// with WAIT, lost when the lagging replica is promoted) and confirms it in a re-run. A
 // failover at a point makes the loss by construction once the point is reached; the
 // search is bounded by its plans, and says what did not come.
-func TestSearchFindsClusterFailoverLoss(t *testing.T) {
-	reg := locks.All()
-	class, err := ClassByID(reg, "cluster-failover-loss")
-	if err != nil {
-		t.Fatal(err)
+func TestSearchFindsFailoverClasses(t *testing.T) {
+	for _, id := range []string{"cluster-failover-loss", "failover-wait-lagging"} {
+		t.Run(id, func(t *testing.T) {
+			t.Parallel()
+			reg := locks.All()
+			class, err := ClassByID(reg, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			sum, err := Search(ctx, SearchOptions{
+				Registry: reg, Class: &class, StopAtDetection: true, Seed: 1, MaxRuns: 30, Parallel: 2,
+				Out: t.TempDir(), Confirm: 1, ShrinkTime: time.Second, Backend: clustertest.Backend(t),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sum.Detected {
+				t.Fatalf("no confirmed %s detection in %d runs (interrupted: %v): %d detections did not reproduce, %d runs perturbed, %d errors: %+v",
+					id, sum.Runs, sum.Interrupted, sum.Unconfirmed[id], sum.Perturbed, sum.Errors, sum.RunErrors)
+			}
+			t.Logf("detected after %d runs", sum.Runs)
+		})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	sum, err := Search(ctx, SearchOptions{
-		Registry: reg, Class: &class, StopAtDetection: true, Seed: 1, MaxRuns: 30, Parallel: 2,
-		Out: t.TempDir(), Confirm: 1, ShrinkTime: time.Second, Backend: clustertest.Backend(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sum.Detected {
-		t.Fatalf("no confirmed cluster-failover-loss detection in %d runs (interrupted: %v): %d detections did not reproduce, %d runs perturbed, %d errors: %+v",
-			sum.Runs, sum.Interrupted, sum.Unconfirmed["cluster-failover-loss"], sum.Perturbed, sum.Errors, sum.RunErrors)
-	}
-	t.Logf("detected after %d runs", sum.Runs)
 }
