@@ -22,10 +22,11 @@ func TestClassesCoverTheCatalog(t *testing.T) {
 	}
 	for _, p := range plans {
 		switch p.Name {
-		case "baseline", "restart-aof-always", "leader-partition", "failover-wait", "cluster-failover-wait", "cluster-split-brain", "slot-migration":
+		case "baseline", "restart-aof-always", "leader-partition", "failover-wait", "cluster-failover-wait", "cluster-split-brain", "slot-migration", "cluster-failover-graceful":
 			// Safe counterparts: leader-partition is etcd's to failover-loss, the -wait ones
 			// WAIT's, cluster-split-brain the cluster's to split-brain, slot-migration a
-			// reshard done as Redis prescribes.
+			// reshard done as Redis prescribes, cluster-failover-graceful a failover that
+			// waits for the replica.
 			continue
 		}
 		if p.Name == "stop-the-world" {

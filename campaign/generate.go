@@ -565,11 +565,14 @@ func faultGens() map[string]faultGen {
 			if e.topo.Kind == cluster.RedisCluster {
 				modes = []string{faults.FailoverTakeover, faults.FailoverForce, faults.FailoverCluster}
 			}
+			if e.topo.Kind == cluster.RedisCluster && !e.wait {
+				modes = append(modes, faults.FailoverGraceful) // at a time: it loses nothing at a point
+			}
 			if e.wait {
 				modes, f.Cut = slices.DeleteFunc(modes, func(m string) bool { return m == faults.FailoverManual }), "one"
 			}
 			f.Mode = rapid.SampledFrom(modes).Draw(t, "failover_mode")
-			if !e.wait && rapid.IntRange(0, 3).Draw(t, "failover_at_time") == 3 {
+			if f.Mode == faults.FailoverGraceful || !e.wait && rapid.IntRange(0, 3).Draw(t, "failover_at_time") == 3 {
 				f.Target = "primary"
 				e.start(t, &f)
 			} else {

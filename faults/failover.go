@@ -28,12 +28,13 @@ const (
 	FailoverCluster  = "cluster"  // the cluster's nodes judge the primary failed and its replica takes over
 	FailoverForce    = "force"    // the harness sends CLUSTER FAILOVER FORCE to the replica: the primaries still vote
 	FailoverTakeover = "takeover" // CLUSTER FAILOVER TAKEOVER: the replica takes the slots without a vote
+	FailoverGraceful = "graceful" // CLUSTER FAILOVER to the replica of a live primary: it catches up, then takes over
 )
 
 // failoverModes are the modes of each topology the failover fault runs on, the default first.
 var failoverModes = map[string][]string{
 	cluster.Replicated:   {FailoverSentinel, FailoverManual},
-	cluster.RedisCluster: {FailoverCluster, FailoverForce, FailoverTakeover},
+	cluster.RedisCluster: {FailoverCluster, FailoverForce, FailoverTakeover, FailoverGraceful},
 }
 
 // failoverKinds are the faults of the replicated topology.
@@ -44,6 +45,7 @@ func failoverKinds() []KindInfo {
 			"manual promotes the most up-to-date replica by hand and re-registers it with the Sentinels; the fault is in place once a Sentinel names the new primary. " +
 			"On a Redis Cluster the primary serving the slot of the first lock key (k0) dies, and mode cluster (default) lets the other nodes judge it failed and its replica take over after the node timeout, " +
 			"force and takeover send CLUSTER FAILOVER FORCE or TAKEOVER to its replica once it is dead; the fault is in place once that replica says it is a primary. " +
+			"Mode graceful (a Redis Cluster's, at a time only) kills nothing: it sends CLUSTER FAILOVER to the replica of the live primary, which pauses its clients' writes until the replica has caught up, and the replica takes over; nothing is lost. " +
 			"With a point, replication from the primary is cut when the fault starts, at an instant when no lease is held (every client is held before its next acquire until the leases held drain, and writes are paused while the leases are counted and replication cut; the window says for how long), and the primary dies when the target client (or any) next reaches the point " +
 			"with a write made after the cut (e.g. acquire:granted: that grant then exists only on the dead primary); the point must be reached within the duration. " +
 			"The other clients wait before acquiring while the kill is under way (an engine can report a death seconds late). That client is held there until the promotion is done and another client was granted by the new primary and read; that one is held before its write until the first has read (each wait at most the duration), and the run's clients keep going until the first goes on. " +
@@ -75,6 +77,8 @@ func buildFailover(s Spec) (Fault, error) {
 		return nil, fmt.Errorf("fault failover: cut %q: want all (every replica lags, the default) or one (one replica lags and is promoted)", s.Cut)
 	case s.Cut == "one" && s.Point == "":
 		return nil, fmt.Errorf("fault failover: cut one needs a point: the replica is cut before the grant the point strikes at")
+	case s.Mode == FailoverGraceful && (s.Point != "" || s.Cut != ""):
+		return nil, fmt.Errorf("fault failover: mode graceful takes no point and no cut: it kills nothing and hands over only once the replica caught up, so it strikes at its time")
 	case s.Cut == "one" && s.Mode == FailoverManual:
 		return nil, fmt.Errorf("fault failover: cut one does not apply to mode manual, which promotes the replica with the most of the stream: never the lagging one")
 	}
@@ -446,6 +450,9 @@ func (f *failover) overrun() time.Duration {
 // client's point it strikes ("" at injection); killed is closed once the old primary is dead.
 func (f *failover) strike(ctx context.Context, env *Env, where string, killed chan struct{}) error {
 	c := env.Cluster
+	if f.mode == FailoverGraceful {
+		return f.handOver(ctx, env)
+	}
 	old := f.cut
 	if old == nil {
 		var err error
@@ -496,6 +503,39 @@ func (f *failover) strike(ctx context.Context, env *Env, where string, killed ch
 		env.Rec.FaultUpdate(f.window, func(w *histories.FaultWindow) { w.Promoted = promoted.Name() })
 	}
 	f.note(env, fmt.Sprintf("; %s promoted %s after %s", f.promoter(), promoted.Name(), took))
+	return nil
+}
+
+// handOver is the graceful failover: CLUSTER FAILOVER sent to a replica of the live
+// primary of the first lock key's slot, which takes over once it has caught up; f.mu is
+// held.
+func (f *failover) handOver(ctx context.Context, env *Env) error {
+	old, err := f.primary(ctx, env)
+	if err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	to := f.replicas[0]
+	f.detailMu.Lock()
+	f.detail = fmt.Sprintf("CLUSTER FAILOVER (graceful) sent to %s, a replica of %s (the primary, alive)", to.Name(), old.Name())
+	if env.Rec != nil {
+		f.window = env.Rec.FaultStart(f.spec.Kind, old.Name(), f.detail)
+	}
+	f.detailMu.Unlock()
+	start := time.Now()
+	if err := env.Cluster.ClusterFailover(ctx, to, ""); err != nil {
+		return fmt.Errorf("failover of %s: %w", old.Name(), err)
+	}
+	promoted, err := env.Cluster.AwaitClusterPromotion(ctx, []cluster.Node{to}, spec.PromoteTimeout)
+	took := time.Since(start).Round(time.Millisecond)
+	if err != nil {
+		f.note(env, fmt.Sprintf("; no promotion after %s", took))
+		return fmt.Errorf("failover of %s: %w", old.Name(), err)
+	}
+	f.promoted = promoted
+	if env.Rec != nil && f.window >= 0 {
+		env.Rec.FaultUpdate(f.window, func(w *histories.FaultWindow) { w.Promoted = promoted.Name() })
+	}
+	f.note(env, fmt.Sprintf("; %s took over after %s, %s its replica", promoted.Name(), took, old.Name()))
 	return nil
 }
 

@@ -93,6 +93,7 @@ func TestFailoverSpecsAreChecked(t *testing.T) {
 		{Spec{Kind: "failover", Target: "any", Point: "acquire:granted"}, "needs a duration"},
 		{Spec{Kind: "failover", Cut: "half"}, `cut "half": want all`},
 		{Spec{Kind: "failover", Cut: "one"}, "cut one needs a point"},
+		{Spec{Kind: "failover", Mode: FailoverGraceful, Target: "any", Point: "acquire:granted", Duration: time.Second}, "graceful takes no point"},
 		{Spec{Kind: "failover", Cut: "one", Mode: FailoverManual, Target: "any", Point: "acquire:granted", Duration: time.Second}, "does not apply to mode manual"},
 		{Spec{Kind: "server-crash", Target: "lock-0", Cut: "one"}, "takes no cut"},
 	} {
@@ -124,7 +125,7 @@ func TestFailoverSpecsAreChecked(t *testing.T) {
 	if err := f.Available(NewEnv(withReplica, nil, 2)); err == nil || !strings.Contains(err.Error(), "its modes: cluster, force, takeover") {
 		t.Errorf("manual on cluster:3x1: %v, want a refusal naming the cluster's modes", err)
 	}
-	for _, mode := range []string{"", FailoverTakeover} {
+	for _, mode := range []string{"", FailoverTakeover, FailoverGraceful} {
 		f, _ := New(Spec{Kind: "failover", Mode: mode})
 		if err := f.Available(NewEnv(withReplica, nil, 2)); err != nil {
 			t.Errorf("mode %q on cluster:3x1: %v", mode, err)

@@ -84,6 +84,45 @@ func TestFailoverWait(t *testing.T) {
 	}
 }
 
+// The control: a graceful CLUSTER FAILOVER, sent while the first client holds the lock
+// (its trigger holds it there), hands the slot over only once the replica caught up, so
+// every property holds and every release finds its lock on the new primary, following
+// the MOVED redirection.
+func TestClusterFailoverGraceful(t *testing.T) {
+	ok := verdicts{lin.P1: lin.OK, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}
+	for _, backend := range testBackends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			rep := runPlan(t, nil, scenario(t, "cluster-failover-graceful", onBackend(backend, func(p *plan.Plan) { p.Fencing = "full" })))
+			assertVerdicts(t, rep, ok)
+			assertFaultsFired(t, rep)
+			assertWindowSays(t, rep, "failover", []struct{ says, condition string }{
+				{"took over", "the replica took over"},
+			})
+			h, err := histories.Load(rep.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			releases := 0
+			for _, op := range h.Ops {
+				if op.Kind != histories.Release {
+					continue
+				}
+				releases++
+				if op.Outcome != histories.OK {
+					t.Errorf("release %+v -> %+v: want every release to find its lock", op.Input, op.Output)
+				}
+			}
+			if releases < 2 {
+				t.Errorf("%d releases, want the holder's across the handover and later ones", releases)
+			}
+			if t.Failed() {
+				logHistory(t, rep)
+			}
+		})
+	}
+}
+
 // WAIT's limit: a replica acknowledged the first client's grant, but the primary's
 // other replica, cut off from it alone, is the one promoted (the acknowledging one is
 // barred from promotion), so the grant is lost all the same: P1, P2 and P3 break as in
