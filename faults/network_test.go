@@ -13,6 +13,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/cluster/netproxy"
 	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/workload"
 )
 
 func TestNetworkSpecsAreChecked(t *testing.T) {
@@ -256,6 +257,25 @@ func TestTriggeredNetworkFaultIsInPlaceWhenTheClientGoesOn(t *testing.T) {
 	}
 	if n := toxicsByLink(t, env.Cluster.Net)["client:0->store"]; n != 1 {
 		t.Fatalf("%d toxics when the client went on past its trigger, want 1", n)
+	}
+}
+
+// A toxic due at the start of the run is in place before any client's first acquire: the
+// clients are held before acquiring until it is.
+func TestNetworkFaultAtTheStartIsInPlaceBeforeTheFirstAcquire(t *testing.T) {
+	env := netEnv(t, 1)
+	sch, err := startSpecs(t, context.Background(), env, []Spec{{
+		Kind: "net-reset", Duration: time.Hour, Target: "client:0->lock-0", Direction: "up",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sch.Stop()
+	if err := env.Gates.Reach(context.Background(), 0, workload.BeforeAcquire); err != nil {
+		t.Fatal(err)
+	}
+	if n := toxicsByLink(t, env.Cluster.Net)["client:0->lock-0"]; n != 1 {
+		t.Fatalf("%d toxics when the client went on to its first acquire, want 1", n)
 	}
 }
 

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/faults/spec"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/locklab/locklab/faults/spec"
 )
 
 // Schedule runs the faults of a plan: each at its time, or when its trigger fires, and

@@ -44,6 +44,9 @@ type Kind struct {
 	Description string
 	Targets     string // what Target may name
 	Build       func(spec.Spec) (Fault, error)
+	// AtOnce: Inject puts the fault in place at once (a toxic), so one due at the start of
+	// the run can hold the clients before their first acquire until it is in place.
+	AtOnce bool
 }
 
 // Kinds are the network fault kinds: the links' and the partitions'.
@@ -61,24 +64,28 @@ func linkKinds() []Kind {
 			Description: "data on the target links is held for latency ± jitter (ms precision, order kept), in direction up (commands), down (replies) or both (default)",
 			Targets:     linkTargets,
 			Build:       buildNet(netproxy.Latency),
+			AtOnce:      true,
 		},
 		{
 			Name:        "net-blackhole",
 			Description: "a partition: data on the target links is silently dropped in the direction asked (default both); commands time out. Healing closes the connections open through the links (the dropped data is gone), so clients reconnect",
 			Targets:     linkTargets,
 			Build:       buildNet(netproxy.Blackhole),
+			AtOnce:      true,
 		},
 		{
 			Name:        "net-reset",
 			Description: "connections on the target links are aborted as soon as data flows in the direction asked (default both), including new ones, until healed",
 			Targets:     linkTargets,
 			Build:       buildNet(netproxy.Reset),
+			AtOnce:      true,
 		},
 		{
 			Name:        "reply-delay",
 			Description: "replies from the lock servers reach the target client latency ± jitter late (the grant arrives late): a proxy-level delay on the down direction of the client's links to every lock server; the server has already acted",
 			Targets:     "client:N or any",
 			Build:       buildReplyDelay,
+			AtOnce:      true,
 		},
 	}
 }
