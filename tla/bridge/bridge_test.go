@@ -38,10 +38,11 @@ func TestCounterexamplesReproduce(t *testing.T) {
 
 // Each Failover counterexample, replayed as failover-loss fitted to it (the holder's grant
 // lost with the primary, a replica without it promoted by Sentinel, another client
-// granted again), breaks the property TLC found broken, and the holder is the client the
+// granted again; with WAIT 1 of 2, the replica that acknowledged barred and the lagging
+// one promoted), breaks the property TLC found broken, and the holder is the client the
 // trace says.
 func TestFailoverCounterexamplesReproduce(t *testing.T) {
-	for _, config := range []string{"Failover_async_mutex", "Failover_async_fence"} {
+	for _, config := range []string{"Failover_async_mutex", "Failover_async_fence", "Failover_wait1of2_mutex"} {
 		t.Run(config, func(t *testing.T) {
 			t.Parallel()
 			tl := translate(t, config)
@@ -50,6 +51,9 @@ func TestFailoverCounterexamplesReproduce(t *testing.T) {
 			for _, w := range h.Faults {
 				if want := fmt.Sprintf("at client %d's acquire:granted", tl.Holder); w.Kind == "failover" && !strings.Contains(w.Detail, want) {
 					t.Errorf("failover window %q: want the primary killed %s", w.Detail, want)
+				}
+				if w.Kind == "failover" && tl.Plan.Faults[0].Cut == "one" && (w.Promoted == "" || !strings.Contains(w.Detail, "only "+w.Promoted+" was cut off")) {
+					t.Errorf("failover window %q: want the replica cut off alone promoted, not %q", w.Detail, w.Promoted)
 				}
 			}
 		})
@@ -174,3 +178,195 @@ func assertOrder(t *testing.T, h histories.History, tl *Translation) *histories.
 }
 
 func ms(ns int64) time.Duration { return time.Duration(ns).Round(time.Millisecond) }
+
+// Each Redlock counterexample, replayed on N real servers with its node fault struck at
+// the holder's grant, breaks P1 with the trace's story: the holder and the successor are
+// granted by the trace's servers, the fault window is the trace's fault on the trace's
+// server, and the successor is granted after it while the holder still believes.
+func TestRedlockCounterexamplesReproduce(t *testing.T) {
+	for _, config := range []string{"Redlock3_restart", "Redlock5_restart", "Redlock3_short_delay", "Redlock3_clockjump", "Redlock5_clockjump"} {
+		t.Run(config, func(t *testing.T) {
+			t.Parallel()
+			tl := translate(t, config)
+			rep, h := runRedlock(t, tl)
+			assertVerdict(t, rep, tl.Breaks, lin.Illegal)
+			s := assertRedlockStory(t, h, tl)
+			if s.succ == nil {
+				t.Fatalf("the successor (client %d) was never granted after the fault", tl.Successor)
+			}
+			if s.succ.Return < s.inPlace {
+				t.Errorf("the successor's grant returned at %s, before the fault was in place at %s", ms(s.succ.Return), ms(s.inPlace))
+			}
+			if !slices.Equal(s.succ.Output.Nodes, tl.Redlock.SuccessorNodes) {
+				t.Errorf("the successor was granted by servers %v, the trace's by %v", s.succ.Output.Nodes, tl.Redlock.SuccessorNodes)
+			}
+			if rel := s.holderRelease; rel != nil && rel.Call <= s.succ.Return {
+				t.Errorf("the holder's release was called at %s, before the successor's grant returned at %s: the beliefs of this story do not overlap", ms(rel.Call), ms(s.succ.Return))
+			}
+		})
+	}
+}
+
+// The contrast: TLC finds Redlock3_delayed_restart safe (a node down at least the TTL
+// comes back after every lease it granted has expired), and the Redlock3_restart schedule
+// with that config's restart delay keeps P1. The schedule did happen: the crash struck at
+// the holder's grant and the successor was refused while the holder held the lock.
+func TestRedlockDelayedRestartKeepsP1(t *testing.T) {
+	t.Parallel()
+	const safe = "Redlock3_delayed_restart"
+	if exp := readExpectations(t)[safe]; exp.expect != "none" {
+		t.Fatalf("expectations.tsv: %s expects %q, this test assumes no violation", safe, exp.expect)
+	}
+	tl := translate(t, "Redlock3_restart")
+	unsafe, err := ReadConfig("../Redlock3_restart.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ReadConfig("../" + safe + ".cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"N", "TTL", "Persist"} {
+		if cfg.Constants[name] != unsafe.Constants[name] {
+			t.Fatalf("%s: %s = %s, Redlock3_restart has %s: not the same schedule", safe, name, cfg.Constants[name], unsafe.Constants[name])
+		}
+	}
+	delay, err := cfg.Int("RestartDelay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &tl.Plan.Faults[tl.Redlock.Fault]
+	down := time.Duration(delay) * tl.Redlock.Tick
+	tl.Plan.Duration = plan.D(tl.Plan.Duration.D() + down - f.Duration.D())
+	f.Duration = plan.D(down)
+	tl.Plan.Name = "Redlock3_restart with the restart delay of " + safe
+	rep, h := runRedlock(t, tl)
+	assertVerdict(t, rep, lin.P1, lin.OK)
+	s := assertRedlockStory(t, h, tl)
+	if s.holderRelease == nil || s.succRefused == 0 {
+		t.Errorf("holder's release %v, %d refusals of the successor while the holder held: the schedule did not happen", s.holderRelease, s.succRefused)
+	}
+}
+
+// runRedlock runs tl's plan and checks that it played the trace's network: the holder's
+// requests to the servers the trace has them lost on are lost from its first attempt (a
+// network fault due at the start holds the clients before their first acquire until it is
+// in place).
+func runRedlock(t *testing.T, tl *Translation) (runner.Report, histories.History) {
+	t.Helper()
+	rep, h := runPlan(t, tl.Plan)
+	if late := lostTooLate(h, tl); late != "" {
+		t.Fatalf("%s: not the trace's schedule", late)
+	}
+	return rep, h
+}
+
+// lostTooLate says how the run failed to lose the holder's requests from its first
+// acquire on ("" when it did).
+func lostTooLate(h histories.History, tl *Translation) string {
+	first := int64(-1)
+	for _, op := range h.Ops {
+		if op.Client == tl.Holder && op.Kind == histories.Acquire && (first < 0 || op.Call < first) {
+			first = op.Call
+		}
+	}
+	for i, f := range tl.Plan.Faults {
+		if i == tl.Redlock.Fault {
+			continue
+		}
+		found := false
+		for _, w := range h.Faults {
+			if w.Kind == f.Kind && w.Target == f.Target {
+				found = true
+				if first >= 0 && w.Start > first {
+					return fmt.Sprintf("%s on %s began at %s, after the holder's first acquire at %s", w.Kind, w.Target, ms(w.Start), ms(first))
+				}
+			}
+		}
+		if !found {
+			return fmt.Sprintf("no %s window on %s", f.Kind, f.Target)
+		}
+	}
+	return ""
+}
+
+// redlockRun is what assertRedlockStory found in a run.
+type redlockRun struct {
+	holder, succ  *histories.Op // the holder's first grant; the successor's first grant after the fault began
+	holderRelease *histories.Op // the holder's release after its grant (nil: none)
+	window        histories.FaultWindow
+	succRefused   int   // the successor's refused acquires from the fault's start to the holder's release
+	inPlace       int64 // when the fault was in place: the jump, or the kill plus the restart delay
+}
+
+// assertRedlockStory checks that the node fault of tl struck at the holder's first grant,
+// which the trace's servers gave, as the plan says (kind, server, delay after the grant,
+// restart delay or jump), and finds the successor's first grant after it began, which must
+// come from the trace's servers once the fault is in place in an unsafe run.
+func assertRedlockStory(t *testing.T, h histories.History, tl *Translation) redlockRun {
+	t.Helper()
+	ops := slices.Clone(h.Ops)
+	slices.SortStableFunc(ops, func(a, b histories.Op) int { return cmp.Compare(a.Call, b.Call) })
+	var r redlockRun
+	for i := range ops {
+		if op := &ops[i]; op.Client == tl.Holder && op.Kind == histories.Acquire && op.Outcome == histories.OK {
+			r.holder = op
+			break
+		}
+	}
+	if r.holder == nil {
+		t.Fatalf("the holder (client %d) was never granted", tl.Holder)
+	}
+	if !slices.Equal(r.holder.Output.Nodes, tl.Redlock.HolderNodes) {
+		t.Errorf("the holder was granted by servers %v, the trace's by %v", r.holder.Output.Nodes, tl.Redlock.HolderNodes)
+	}
+	f := tl.Plan.Faults[tl.Redlock.Fault]
+	var found int
+	for _, w := range h.Faults {
+		if w.Kind == f.Kind {
+			r.window, found = w, found+1
+		}
+	}
+	if found != 1 || r.window.Target != f.Target {
+		t.Fatalf("%d %s windows (the last on %s), want one on %s: %+v", found, f.Kind, r.window.Target, f.Target, h.Faults)
+	}
+	w := r.window
+	t.Logf("holder granted by %v at %s..%s; %s window %s..%s: %s", r.holder.Output.Nodes, ms(r.holder.Call), ms(r.holder.Return), w.Kind, ms(w.Start), ms(w.End), w.Detail)
+	// The trigger fires at the grant, inside the acquire; at 0 it holds the holder there
+	// until the fault is in place.
+	if w.Start < r.holder.Call+f.At.D().Nanoseconds() || (f.At.D() == 0 && w.Start > r.holder.Return) {
+		t.Errorf("the %s window starts at %s, not %s after the holder's grant (acquire %s..%s)", w.Kind, ms(w.Start), f.At.D(), ms(r.holder.Call), ms(r.holder.Return))
+	}
+	r.inPlace = w.Start // a restarted server answers before the harness has seen it ready and closed the window
+	switch f.Kind {
+	case "server-crash":
+		if w.End < 0 || w.End-w.Start < f.Duration.D().Nanoseconds() {
+			t.Errorf("%s was down %s..%s, want at least %s", w.Target, ms(w.Start), ms(w.End), f.Duration.D())
+		}
+		r.inPlace += f.Duration.D().Nanoseconds()
+	case "server-clock":
+		if w.Offset != f.Offset.D() {
+			t.Errorf("%s's clock jumped %s, want %s", w.Target, w.Offset, f.Offset.D())
+		}
+	}
+	for i := range ops {
+		op := &ops[i]
+		switch {
+		case op.Client == tl.Holder && op.Kind == histories.Release && op.Call > r.holder.Return && r.holderRelease == nil:
+			r.holderRelease = op
+		case op.Client == tl.Successor && op.Kind == histories.Acquire && op.Outcome == histories.OK && op.Return > w.Start && r.succ == nil:
+			r.succ = op
+		}
+	}
+	for i := range ops {
+		if op := &ops[i]; op.Client == tl.Successor && op.Kind == histories.Acquire && op.Outcome != histories.OK &&
+			op.Call >= w.Start && (r.holderRelease == nil || op.Return <= r.holderRelease.Call) {
+			r.succRefused++
+		}
+	}
+	if r.succ != nil && r.holderRelease != nil {
+		t.Logf("successor granted by %v at %s..%s after %d refusals; the holder's release called at %s", r.succ.Output.Nodes, ms(r.succ.Call), ms(r.succ.Return),
+			r.succRefused, ms(r.holderRelease.Call))
+	}
+	return r
+}

@@ -21,8 +21,10 @@ var failoverEvents = []string{"init", "acquire", "wait-acked", "wait-failed", "r
 // instant without a lease), the topology has the trace's replicas, WAIT what the config
 // waits for, and the run must break the same property once another client is granted by
 // the promoted replica. A trace whose promoted replica lacks the holder's grant while
-// another replica had it (acknowledged by WAIT, or replicated) has no counterpart: the
-// fault cuts every replica alike, and a cut to some replicas only is not built.
+// another replica had it (acknowledged by WAIT, or replicated) becomes a failover that
+// cuts one replica alone (cut one): the others keep replicating, are barred from
+// promotion and acknowledge the WAIT, and the lagging one is promoted, as in the trace;
+// the primary then dies at the holder's grant, after its WAIT.
 func translateFailover(cx *Counterexample) (*Translation, error) {
 	tr, cfg := cx.Trace, cx.Config
 	unmappable := func(ev Event, format string, args ...any) error {
@@ -46,7 +48,7 @@ func translateFailover(cx *Counterexample) (*Translation, error) {
 	}
 	holder, successor := -1, -1
 	had := map[string]bool{} // replicas that got the holder's grant (replicated or acknowledged)
-	promoted := false
+	promoted, lagging := false, false
 	for i, st := range tr.States {
 		ev := st.Event
 		if !slices.Contains(failoverEvents, ev.Name) || (i == 0) != (ev.Name == "init") {
@@ -81,11 +83,8 @@ func translateFailover(cx *Counterexample) (*Translation, error) {
 			}
 			if r := ev.Args[0]; had[r] {
 				return nil, unmappable(ev, "%s had %s's grant: the promotion loses nothing", r, clients[holder])
-			} else if len(had) > 0 {
-				return nil, unmappable(ev, "%s is promoted without %s's grant, which %s had: the failover fault cuts replication to every replica alike, "+
-					"and a cut to some replicas only (a lagging replica promoted) is not built yet", r, clients[holder], strings.Join(slices.Sorted(maps.Keys(had)), ", "))
 			}
-			promoted = true
+			promoted, lagging = true, len(had) > 0
 		}
 	}
 	if successor < 0 {
@@ -103,9 +102,16 @@ func translateFailover(cx *Counterexample) (*Translation, error) {
 		p.WaitReplicas, p.WaitTimeout, p.Timeout = waitFor, plan.D(p.Timeout.D()), plan.D(2*p.Timeout.D())
 		p.Faults[0].Point = lockimpl.StepWaiting
 	}
-	p.Description = fmt.Sprintf("Replays the TLC counterexample %s (%s violated): client %d (%s) is granted the lock on a primary whose replication was cut, "+
+	cut := "whose replication was cut"
+	if lagging {
+		// The replicas that had the grant keep replicating (and acknowledge the WAIT); the
+		// primary dies once the holder believes, after its WAIT.
+		p.Faults[0].Cut, p.Faults[0].Point = "one", lockimpl.StepGranted
+		cut = fmt.Sprintf("with one replica cut off alone while %s, barred from promotion, had the grant", strings.Join(slices.Sorted(maps.Keys(had)), ", "))
+	}
+	p.Description = fmt.Sprintf("Replays the TLC counterexample %s (%s violated): client %d (%s) is granted the lock on a primary %s, "+
 		"the primary dies at that grant, a replica without it is promoted and client %d (%s) is granted the lock again.",
-		tr.Config, tr.Invariant, holder, clients[holder], successor, clients[successor])
+		tr.Config, tr.Invariant, holder, clients[holder], cut, successor, clients[successor])
 	if err := p.Validate(locks.All()); err != nil {
 		return nil, fmt.Errorf("%s: translated plan: %w", tr.File, err)
 	}

@@ -26,6 +26,8 @@ type Translation struct {
 	// successor's first critical section after the holder's acquire. An empty Next: the
 	// trace ends during the stall; an empty After or Before: no bound on that side.
 	Next, After, Before histories.Kind
+
+	Redlock *RedlockReplay // a Redlock counterexample's servers and fault; nil for the other specs
 }
 
 // Timings of every translated plan. The model's TTL of a few ticks becomes planTTL; the
@@ -51,10 +53,14 @@ var properties = map[string]linearizability.Property{
 // run must break the same property. Everything is read from the trace and its config:
 // which client stalls and at which step, how long, the fencing mode, whether clients check
 // their validity. A Failover counterexample becomes failover-loss fitted to it
-// (translateFailover).
+// (translateFailover); a Redlock one a plan on N independent servers whose fault strikes
+// at the holder's grant (translateRedlock).
 func Translate(cx *Counterexample) (*Translation, error) {
-	if cx.Trace.Spec == "Failover" {
+	switch cx.Trace.Spec {
+	case "Failover":
 		return translateFailover(cx)
+	case "Redlock":
+		return translateRedlock(cx)
 	}
 	tr, cfg := cx.Trace, cx.Config
 	prop, ok := properties[tr.Invariant]

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/histories"
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/workload"
 )
@@ -105,9 +107,8 @@ func checkTiming(t *testing.T, p plan.Plan, point string) {
 	}
 }
 
-// The counterexamples whose schedule has no real counterpart are refused with the file
-// and the event.
-// TestTranslateFailover: a Failover counterexample becomes failover-loss fitted to it.
+// TestTranslateFailover: a Failover counterexample becomes failover-loss fitted to it; a
+// lagging replica promoted over one that had the grant, a failover that cuts one replica.
 func TestTranslateFailover(t *testing.T) {
 	for config, want := range map[string]lin.Property{"Failover_async_mutex": lin.P1, "Failover_async_fence": lin.P3} {
 		cx, err := Load(filepath.Join(testdata, config+".trace"))
@@ -124,14 +125,19 @@ func TestTranslateFailover(t *testing.T) {
 			t.Errorf("%s: breaks %s, plan %s %d clients, faults %+v, holder %d successor %d", config, tl.Breaks, p.Topology, p.Clients, p.Faults, tl.Holder, tl.Successor)
 		}
 	}
+	tl := translate(t, "Failover_wait1of2_mutex")
+	if f := tl.Plan.Faults[0]; tl.Breaks != lin.P1 || tl.Plan.Topology != "replicated:3" || tl.Plan.WaitReplicas != 1 || f.Cut != "one" || f.Point != lockimpl.StepGranted {
+		t.Errorf("Failover_wait1of2_mutex: breaks %s, plan %s waiting for %d, fault %+v; want P1, replicated:3, WAIT 1, cut one at the grant", tl.Breaks, tl.Plan.Topology, tl.Plan.WaitReplicas, f)
+	}
 }
+
+// The counterexamples whose schedule has no real counterpart are refused with the file
+// and the event.
 
 func TestTranslateRefuses(t *testing.T) {
 	cases := []struct{ config, event, reason string }{
 		{"LeaseLock_clockjump", `<<"server-clock-jump", 2>>`, "server-clock fault"},
 		{"LeaseLock_drift", `<<"tick", 3>>`, "slow client clock"},
-		{"Redlock3_restart", `<<"start-attempt", c1, 0>>`, "LeaseLock and Failover counterexamples only"},
-		{"Failover_wait1of2_mutex", `<<"promote-replica", r2, [owner |-> None, tok |-> 0, ctr |-> 0]>>`, "a lagging replica promoted) is not built yet"},
 	}
 	for _, c := range cases {
 		t.Run(c.config, func(t *testing.T) {
@@ -225,5 +231,132 @@ func TestTranslateWriteAfterSuccessor(t *testing.T) {
 	resume := p.Work.D() + p.Faults[0].Duration.D()
 	if tl.Next != histories.Write || tl.After != histories.Write || tl.Before != "" || resume <= p.TTL.D()+p.Retry.D()+p.Work.D()+50*time.Millisecond {
 		t.Errorf("next %q after %q before %q, resume at %s", tl.Next, tl.After, tl.Before, resume)
+	}
+}
+
+// What each Redlock counterexample must turn into: the servers, the holder's lost
+// requests, the node fault at the holder's grant, and a work period that covers the
+// successor's grant and ends before the holder's keys expire.
+func TestTranslateRedlock(t *testing.T) {
+	cases := []struct {
+		config           string
+		n                int
+		lost             []string // servers the holder's requests never reach
+		kind             string
+		at, down, offset time.Duration
+		holder, succ     []int
+	}{
+		{"Redlock3_restart", 3, []string{"lock-2"}, "server-crash", 0, 0, 0, []int{0, 1}, []int{0, 2}},
+		{"Redlock5_restart", 5, []string{"lock-3", "lock-4"}, "server-crash", 0, 0, 0, []int{0, 1, 2}, []int{0, 3, 4}},
+		{"Redlock3_short_delay", 3, []string{"lock-2"}, "server-crash", 0, 2 * time.Second, 0, []int{0, 1}, []int{0, 2}},
+		{"Redlock3_clockjump", 3, []string{"lock-2"}, "server-clock", time.Second, 0, 2 * time.Second, []int{0, 1}, []int{0, 2}},
+		{"Redlock5_clockjump", 5, []string{"lock-3", "lock-4"}, "server-clock", 0, 0, 2 * time.Second, []int{0, 1, 2}, []int{0, 3, 4}},
+	}
+	for _, c := range cases {
+		t.Run(c.config, func(t *testing.T) {
+			tl := translate(t, c.config)
+			p, rl := tl.Plan, tl.Redlock
+			t.Log(p.Description)
+			if rl == nil {
+				t.Fatal("no Redlock replay")
+			}
+			if tl.Breaks != lin.P1 || p.Impl != "redlock" || p.Topology != fmt.Sprintf("nodes:%d", c.n) || p.Clients != 2 ||
+				tl.Holder != 0 || tl.Successor != 1 || p.Persistence != "none" || p.Careless {
+				t.Errorf("breaks %s, impl %s, topology %s, clients %d, holder %d, successor %d, persistence %q, careless %v",
+					tl.Breaks, p.Impl, p.Topology, p.Clients, tl.Holder, tl.Successor, p.Persistence, p.Careless)
+			}
+			if !slices.Equal(rl.HolderNodes, c.holder) || !slices.Equal(rl.SuccessorNodes, c.succ) {
+				t.Errorf("holder nodes %v, successor nodes %v; want %v, %v", rl.HolderNodes, rl.SuccessorNodes, c.holder, c.succ)
+			}
+			var lost []string
+			for i, f := range p.Faults {
+				if i == rl.Fault {
+					continue
+				}
+				if f.Kind != "net-reset" || f.Direction != "up" || f.Trigger != "" || f.At.D() != 0 || f.Duration.D() < p.Duration.D() ||
+					!strings.HasPrefix(f.Target, "client:0->") {
+					t.Errorf("fault %+v, want the holder's requests lost for the whole run", f)
+				}
+				lost = append(lost, strings.TrimPrefix(f.Target, "client:0->"))
+			}
+			if !slices.Equal(lost, c.lost) {
+				t.Errorf("lost requests to %v, want %v", lost, c.lost)
+			}
+			f := p.Faults[rl.Fault]
+			if f.Kind != c.kind || f.Target != "lock-0" || f.Trigger != "client:0@acquire:granted" || f.At.D() != c.at || f.Offset.D() != c.offset ||
+				(c.kind == "server-crash" && f.Duration.D() != c.down) || (c.kind == "server-clock" && (f.Duration.D() < p.Duration.D() || p.ServerClock != "faketime")) {
+				t.Errorf("node fault %+v (server clock %q), want %s of lock-0 at client 0's grant +%s, down %s, jump %s", f, p.ServerClock, c.kind, c.at, c.down, c.offset)
+			}
+			// The successor can be granted from at+down on; the holder must still believe
+			// then, by half a tick, and release before its keys expire.
+			inPlace := c.at + c.down
+			if work, ttl := p.Work.D(), p.TTL.D(); work < inPlace+rl.Tick/2 || work+redlockRoom > ttl {
+				t.Errorf("work %s: want at least %s (the fault in place at %s, half a tick %s) and %s before the ttl %s", work, inPlace+rl.Tick/2, inPlace, rl.Tick/2, redlockRoom, ttl)
+			}
+			if p.Duration.D() < p.Work.D()+inPlace+redlockSlack || p.Think.D() <= p.Retry.D() {
+				t.Errorf("duration %s, think %s, retry %s", p.Duration.D(), p.Think.D(), p.Retry.D())
+			}
+		})
+	}
+}
+
+// syntheticRedlock is a counterexample of Redlock3_restart's config (3 nodes, TTL 3) with
+// the given events after <<"init">>.
+func syntheticRedlock(t *testing.T, events ...string) *Counterexample {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# TLC counterexample: config Redlock3_restart (tla/Redlock3_restart.cfg), spec Redlock, invariant MutualExclusion violated.\n")
+	b.WriteString("Error: Invariant MutualExclusion is violated.\n")
+	for i, ev := range append([]string{`<<"init">>`}, events...) {
+		fmt.Fprintf(&b, "State %d: <Step>\n/\\ event = %s\n\n", i+1, ev)
+	}
+	tr, err := ParseTrace(strings.NewReader(b.String()), "synthetic.trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ReadConfig("../Redlock3_restart.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Counterexample{Trace: tr, Config: cfg}
+}
+
+// Redlock schedules with no real counterpart are refused at the event that needs one.
+func TestTranslateRedlockRefuses(t *testing.T) {
+	// Both clients end up holding; what comes before decides.
+	end := []string{`<<"set-fail", c1, 3>>`, `<<"acquired", c1, {1, 2}, 3>>`, `<<"acquired", c2, {1, 2, 3}, 3>>`}
+	lateC1 := []string{`<<"start-attempt", c1, 0>>`, `<<"set-ok", c1, 1, 3>>`, `<<"set-ok", c1, 2, 3>>`}
+	expiry := []string{`<<"tick", 1>>`, `<<"tick", 2>>`, `<<"tick", 3>>`, `<<"start-attempt", c2, 3>>`,
+		`<<"set-ok", c2, 1, 6>>`, `<<"set-ok", c2, 2, 6>>`, `<<"set-ok", c2, 3, 6>>`}
+	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	cases := []struct {
+		name   string
+		events []string
+		event  string
+		reason string
+	}{
+		{"unknown event", []string{`<<"teleport", c1>>`}, `<<"teleport", c1>>`, "not an event of Redlock.tla"},
+		{"unknown client", []string{`<<"start-attempt", c3, 0>>`}, `<<"start-attempt", c3, 0>>`, `"c3" is not one of the clients`},
+		{"out of turn", []string{`<<"start-attempt", c1, 0>>`, `<<"set-ok", c1, 2, 3>>`}, `<<"set-ok", c1, 2, 3>>`, "out of turn"},
+		{"release", cat(lateC1, []string{`<<"set-ok", c1, 3, 3>>`, `<<"acquired", c1, {1, 2, 3}, 3>>`, `<<"release", c1>>`}),
+			`<<"release", c1>>`, "one attempt per client"},
+		{"second fault", []string{`<<"crash", 1>>`, `<<"restart", 1, "empty">>`, `<<"clock-jump", 2, 2>>`}, `<<"clock-jump", 2, 2>>`, "a second node fault"},
+		{"no fault", cat(lateC1, expiry, end), `<<"acquired", c2, {1, 2, 3}, 3>>`, "nothing for the bridge to strike"},
+		{"fault before the grant", cat(lateC1, []string{`<<"crash", 3>>`, `<<"restart", 3, "empty">>`}, expiry, end),
+			`<<"crash", 3>>`, "before c1 is granted there"},
+		{"grant after an expiry", cat(lateC1[:2], []string{`<<"crash", 1>>`, `<<"restart", 1, "empty">>`}, lateC1[2:], expiry, end),
+			`<<"set-ok", c2, 2, 6>>`, "no fault struck it"},
+		{"refusal after the real expiry", []string{`<<"start-attempt", c1, 0>>`, `<<"set-ok", c1, 1, 3>>`, `<<"crash", 1>>`,
+			`<<"tick", 1>>`, `<<"tick", 2>>`, `<<"tick", 3>>`, `<<"restart", 1, "empty">>`, `<<"set-ok", c1, 2, 6>>`,
+			`<<"start-attempt", c2, 3>>`, `<<"set-ok", c2, 1, 6>>`, `<<"set-fail", c2, 2>>`, `<<"set-ok", c2, 3, 6>>`,
+			`<<"set-fail", c1, 3>>`, `<<"acquired", c1, {1, 2}, 0>>`, `<<"acquired", c2, {1, 3}, 3>>`},
+			`<<"set-fail", c2, 2>>`, "has expired"},
+		{"persistence", []string{`<<"crash", 1>>`, `<<"restart", 1, "with-keys">>`}, `<<"restart", 1, "with-keys">>`, "Persist = false"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Translate(syntheticRedlock(t, c.events...))
+			checkMapError(t, err, "synthetic.trace", c.event, c.reason)
+		})
 	}
 }

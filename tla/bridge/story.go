@@ -100,10 +100,10 @@ func readStory(cx *Counterexample) (*story, error) {
 	if tr.Spec != "LeaseLock" {
 		for _, st := range tr.States {
 			if _, ok := leaseLockEvents[st.Event.Name]; !ok {
-				return nil, unmappable(st.Event, "spec %s: the bridge maps LeaseLock and Failover counterexamples only", tr.Spec)
+				return nil, unmappable(st.Event, "spec %s: the bridge maps LeaseLock, Failover and Redlock counterexamples only", tr.Spec)
 			}
 		}
-		return nil, fmt.Errorf("%s: spec %s: the bridge maps LeaseLock and Failover counterexamples only", tr.File, tr.Spec)
+		return nil, fmt.Errorf("%s: spec %s: the bridge maps LeaseLock, Failover and Redlock counterexamples only", tr.File, tr.Spec)
 	}
 	clients, err := cfg.Set("Clients")
 	if err != nil {

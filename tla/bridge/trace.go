@@ -4,7 +4,8 @@
 //
 // trace.go reads the trace as tla/check.sh --update-traces saves it, config.go the TLC
 // config it was checked with, story.go reads the LeaseLock schedule out of the events and
-// plan.go turns that schedule into a plan.Plan.
+// plan.go turns that schedule into a plan.Plan; failover.go and redlock.go map the
+// Failover and Redlock counterexamples.
 package bridge
 
 import (
