@@ -14,7 +14,7 @@
 
 const crypto = require("node:crypto");
 const { performance } = require("node:perf_hooks");
-const { serve, unknown, atMostOnce } = require("./protocol");
+const { serve, unknown, atMostOnce, atMostOnceCluster } = require("./protocol");
 
 const NAME = "node-ioredis";
 
@@ -63,5 +63,8 @@ async function extend(redis, req) {
 const OPS = { acquire, release, extend };
 
 // Each command is sent at most once and fails rather than waits (protocol.atMostOnce): a
-// resent SET NX would answer nil for the client's own lock.
-serve({ name: NAME, options: atMostOnce, ops: OPS, extend: true });
+// resent SET NX would answer nil for the client's own lock. On a Redis Cluster
+// (LOCKLAB_CLUSTER=1) the same lock runs on ioredis's cluster client, which follows MOVED
+// and ASK but resends nothing whose outcome is open (protocol.atMostOnceCluster): each
+// command names one key, so it goes to the primary of that key's slot.
+serve({ name: NAME, options: atMostOnce, cluster: atMostOnceCluster, ops: OPS, extend: true });

@@ -1,7 +1,7 @@
 // The locklab side of a Node.js lock client, shared by lock.js, seed-withlock.js,
 // redlock.js and redis-semaphore.js: the environment locklab starts a client with, the
-// ioredis connection options it implies (one server, the primary through Sentinel, or N
-// independent servers), and the loop of the subprocess protocol locklab-lock/1
+// ioredis connection options it implies (one server, the primary through Sentinel, N
+// independent servers, or a Redis Cluster through ioredis's cluster client), and the loop of the subprocess protocol locklab-lock/1
 // (docs/subprocess-protocol.md): a hello line, then one JSON request per line on stdin
 // and one JSON answer per line on stdout; logs go to stderr.
 //
@@ -75,12 +75,37 @@ function access(count) {
   return (i) => ({ ...base, tls: { servername: names[i], ...(ca ? { ca } : {}) } });
 }
 
+// via reads LOCKLAB_VIA, from=to[,from=to...], as an ioredis natMap: an address the
+// servers name (Sentinel its primary, a Redis Cluster its nodes) is dialled as the
+// client's own link to it.
+function via() {
+  const natMap = {};
+  for (const pair of list("LOCKLAB_VIA")) {
+    const [from, to] = pair.split("=");
+    if (!from || !to) throw new Error(`bad LOCKLAB_VIA entry ${JSON.stringify(pair)}: want from=to`);
+    natMap[from] = parseAddr(to);
+  }
+  return natMap;
+}
+
+// onCluster reports whether locklab gave a Redis Cluster (LOCKLAB_CLUSTER=1).
+function onCluster() {
+  const v = process.env.LOCKLAB_CLUSTER || "";
+  if (v !== "" && v !== "0" && v !== "1") throw new Error(`bad LOCKLAB_CLUSTER ${JSON.stringify(v)}: want 1 or unset`);
+  return v === "1";
+}
+
 // config reads the environment: the timeout, and the ioredis options that reach the
 // servers — one server (LOCKLAB_ADDRS, with its access), or the primary followed through Sentinel
 // (LOCKLAB_SENTINELS, LOCKLAB_MASTER, LOCKLAB_VIA) — merged over the client's own
-// options, base(timeout).
-function config(base) {
+// options, base(timeout). On a Redis Cluster (LOCKLAB_CLUSTER=1) it returns cluster
+// instead of opts (see configCluster); a client that gives no clusterBase refuses one.
+function config(base, clusterBase) {
   const timeout = timeoutMs();
+  if (onCluster()) {
+    if (!clusterBase) throw new Error("LOCKLAB_CLUSTER=1: this client does not run on a Redis Cluster");
+    return { timeout, cluster: configCluster(base(timeout), clusterBase(timeout)) };
+  }
   const opts = base(timeout);
   const sentinels = list("LOCKLAB_SENTINELS");
   if (sentinels.length === 0) {
@@ -94,23 +119,39 @@ function config(base) {
   // name are rewritten to this client's links (LOCKLAB_VIA).
   const master = process.env.LOCKLAB_MASTER;
   if (!master) throw new Error("LOCKLAB_SENTINELS given without LOCKLAB_MASTER");
-  const natMap = {};
-  for (const pair of list("LOCKLAB_VIA")) {
-    const [from, to] = pair.split("=");
-    if (!from || !to) throw new Error(`bad LOCKLAB_VIA entry ${JSON.stringify(pair)}: want from=to`);
-    natMap[from] = parseAddr(to);
-  }
   return {
     timeout,
     opts: {
       ...opts,
       sentinels: sentinels.map(parseAddr),
       name: master,
-      natMap,
+      natMap: via(),
       updateSentinels: false, // only the Sentinels (links) locklab gave
       failoverDetector: true, // drop the old primary when a Sentinel announces a new one
       sentinelCommandTimeout: timeout,
     },
+  };
+}
+
+// configCluster is the Redis Cluster of the environment (LOCKLAB_CLUSTER=1) as
+// new Redis.Cluster(seeds, opts) takes it: the seeds are LOCKLAB_ADDRS (the client's
+// links to the nodes, at least one), and the addresses the nodes announce (CLUSTER
+// SLOTS, MOVED, ASK) are dialled as LOCKLAB_VIA says (natMap). opts are the client's
+// cluster options, clusterOpts, with its connection options, nodeOpts (and the access:
+// a user and password; a database or TLS is refused), as redisOptions: ioredis makes
+// one connection per node from them.
+function configCluster(nodeOpts, clusterOpts) {
+  if (list("LOCKLAB_SENTINELS").length > 0) throw new Error("LOCKLAB_SENTINELS given with LOCKLAB_CLUSTER=1");
+  const addrs = list("LOCKLAB_ADDRS");
+  if (addrs.length === 0) {
+    throw new Error(`LOCKLAB_ADDRS must name at least one node of the Redis Cluster, got ${JSON.stringify(process.env.LOCKLAB_ADDRS)}`);
+  }
+  if ((process.env.LOCKLAB_REDIS_TLS || "") === "1") throw new Error("TLS to a Redis Cluster is not supported");
+  const acc = access(addrs.length)(0);
+  if (acc.db) throw new Error("a Redis Cluster has database 0 only");
+  return {
+    seeds: addrs.map(parseAddr),
+    opts: { ...clusterOpts, natMap: via(), redisOptions: { ...nodeOpts, ...acc } },
   };
 }
 
@@ -121,6 +162,7 @@ function config(base) {
 // independent, not one primary.
 function configNodes(base) {
   const timeout = timeoutMs();
+  if (onCluster()) throw new Error("LOCKLAB_CLUSTER=1 given to a client of N independent servers (topology nodes)");
   if (list("LOCKLAB_SENTINELS").length > 0) {
     throw new Error("LOCKLAB_SENTINELS given to a client of N independent servers (topology nodes): it does not follow a primary");
   }
@@ -148,6 +190,58 @@ function atMostOnce(timeout) {
     connectTimeout: timeout,
     retryStrategy: (times) => Math.min(times * 50, 500),
   };
+}
+
+// atMostOnceCluster are the ioredis cluster options of a client that uses atMostOnce for
+// its connections: a command is sent on to another node only after a node's definite
+// refusal, MOVED or ASK (it was not executed: ioredis follows them, up to
+// maxRedirections), and never after a failure that leaves its outcome open.
+//
+//   retryDelayOnFailover: 0     the cluster's default (100) sends a command whose
+//                               connection closed ("Connection is closed.", also with
+//                               the command in flight) again, to a random node after
+//                               100 ms: the resend of a SET NX that may have been
+//                               executed. 0 fails it.
+//   clusterNodeRetryStrategy: null  a node's connection is not reconnected (so
+//                               nothing in flight is resent on it); the cluster makes a
+//                               new one when a command or the slot map needs the node.
+//   retryDelayOnClusterDown: 0  CLUSTERDOWN is an error reply (unknown), not retried:
+//                               a retry waits in a queue and would go out even after
+//                               the command timed out and was answered unknown.
+//   retryDelayOnTryAgain: 0     TRYAGAIN (multi-key commands during a resharding;
+//                               the client sends single-key ones) retried at once.
+//   enableOfflineQueue: false   no command waits for the cluster to be ready: the
+//                               cluster's queue has no timeout.
+//   slotsRefreshTimeout         the protocol's timeout (the default, 1 s, is short on a
+//                               loaded machine).
+//
+// A command that timed out (commandTimeout) is answered unknown; sendOnce (serve)
+// keeps a redirection that arrives later from sending it anew.
+function atMostOnceCluster(timeout) {
+  return {
+    retryDelayOnFailover: 0,
+    retryDelayOnClusterDown: 0,
+    retryDelayOnTryAgain: 0,
+    retryDelayOnMoved: 0,
+    maxRedirections: 16,
+    clusterNodeRetryStrategy: null,
+    enableOfflineQueue: false,
+    slotsRefreshTimeout: timeout,
+  };
+}
+
+// sendOnce keeps the node connections of an ioredis cluster client from writing a
+// command that is already settled: ioredis follows a MOVED or ASK reply, and runs its
+// delayed retries, without looking whether the command has timed out meanwhile; a
+// command answered unknown would then be sent, and executed, after its answer.
+function sendOnce(cluster) {
+  cluster.on("+node", (node) => {
+    const send = node.sendCommand;
+    node.sendCommand = function (command, stream) {
+      if (command.isSettled) return command.promise;
+      return send.call(this, command, stream);
+    };
+  });
 }
 
 // answer writes one protocol line on stdout.
@@ -201,13 +295,18 @@ function ready(redis, ms) {
 //
 //   name     the client's name, for the hello line and the log;
 //   options  timeout => the client's own ioredis options (retries, timeouts);
+//   cluster  optional: timeout => the client's ioredis cluster options (e.g.
+//            atMostOnceCluster): the client also runs on a Redis Cluster
+//            (LOCKLAB_CLUSTER=1), through new Redis.Cluster (see configCluster), and
+//            ops get the cluster client; without it the client refuses a cluster;
 //   ops      { acquire, release[, extend] }: async (redis, req) => answer;
 //   extend   whether the client extends (the hello's "extend");
-//   connect  optional: opts => the ioredis client (default new Redis(opts));
+//   connect  optional: opts => the ioredis client (default new Redis(opts)); not on a
+//            Redis Cluster, whose client is always new Redis.Cluster;
 //   nodes    optional: a client of N independent servers (topology "nodes"): one
 //            ioredis client per address of LOCKLAB_ADDRS, and ops get their array;
 //   library  optional: the hello's "library" (default ioredis's name and version).
-async function serve({ name, options, ops, extend, connect, nodes, library }) {
+async function serve({ name, options, cluster, ops, extend, connect, nodes, library }) {
   const log = logger(name);
   try {
     const make = (opts) => (connect ? connect(opts) : new Redis(opts));
@@ -217,9 +316,17 @@ async function serve({ name, options, ops, extend, connect, nodes, library }) {
       timeout = c.timeout;
       redis = clients = c.nodes.map(make);
     } else {
-      const c = config(options);
+      const c = config(options, cluster);
       timeout = c.timeout;
-      redis = make(c.opts);
+      if (c.cluster) {
+        // lazyConnect: sendOnce must see every node connection, the seeds' too.
+        redis = new Redis.Cluster(c.cluster.seeds, { ...c.cluster.opts, lazyConnect: true });
+        sendOnce(redis);
+        redis.on("node error", (err, node) => log(`redis node ${node}:`, err.message));
+        redis.connect().catch((err) => log("redis cluster:", err.message));
+      } else {
+        redis = make(c.opts);
+      }
       clients = [redis];
     }
     clients.forEach((client, i) => client.on("error", (err) => log(nodes ? `redis ${i}:` : "redis:", err.message)));
@@ -250,4 +357,4 @@ async function serve({ name, options, ops, extend, connect, nodes, library }) {
   }
 }
 
-module.exports = { PROTOCOL, logger, parseAddr, list, timeoutMs, access, config, configNodes, atMostOnce, answer, unknown, handle, ready, serve };
+module.exports = { PROTOCOL, logger, parseAddr, list, timeoutMs, access, via, config, configCluster, configNodes, atMostOnce, atMostOnceCluster, sendOnce, answer, unknown, handle, ready, serve };

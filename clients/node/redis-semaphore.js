@@ -4,7 +4,8 @@
 // One argument picks the variant:
 //
 //   mutex    Mutex(client, key, options): one server (topology single; through
-//            Sentinel on the replicated topology). locklab: redis-semaphore-mutex.
+//            Sentinel on the replicated topology; on a Redis Cluster through ioredis's
+//            cluster client, protocol.atMostOnceCluster). locklab: redis-semaphore-mutex.
 //   redlock  RedlockMutex(clients, key, options): N independent servers (topology
 //            nodes). locklab: redis-semaphore-redlock.
 //
@@ -265,6 +266,9 @@ async function extend(clients, req) {
 protocol.serve({
   name: variant.name,
   options: protocol.atMostOnce,
+  // Mutex takes any ioredis client, so also the cluster client: its commands (SET NX,
+  // EVALSHA/EVAL of one key) go to the primary of mutex:<key>'s slot.
+  cluster: variant.nodes ? undefined : protocol.atMostOnceCluster,
   ops: { acquire, release, extend },
   extend: true,
   nodes: variant.nodes,

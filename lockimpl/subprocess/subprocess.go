@@ -36,7 +36,10 @@ const (
 	EnvTimeoutMS = "LOCKLAB_TIMEOUT_MS" // per-command network timeout, milliseconds
 	EnvSentinels = "LOCKLAB_SENTINELS"  // replicated topology: Sentinels, host:port[,...]; else unset
 	EnvMaster    = "LOCKLAB_MASTER"     // replicated topology: the master name; else unset
-	EnvVia       = "LOCKLAB_VIA"        // replicated topology: from=to[,from=to...] address rewrites; else unset
+	EnvVia       = "LOCKLAB_VIA"        // replicated and cluster topologies: from=to[,from=to...] address rewrites; else unset
+	// EnvCluster is "1" when LOCKLAB_ADDRS are the client's links to the nodes of a Redis
+	// Cluster (lockimpl.Config.Cluster), the seeds of a cluster client; unset otherwise.
+	EnvCluster = "LOCKLAB_CLUSTER"
 	// EnvOptions is the plan's impl_options, every option the client declared in its hello
 	// with its value (defaults filled in), as a JSON object; durations in milliseconds.
 	EnvOptions = "LOCKLAB_OPTIONS"
@@ -101,6 +104,15 @@ func subprocessImpl(name, description string, fencing bool, command func() ([]st
 	return subprocessOn(topologySingle, name, description, fencing, command)
 }
 
+// subprocessClusterImpl is subprocessImpl for a client that also runs on a Redis Cluster
+// (lockimpl.Impl.Cluster): given Config.Cluster it gets LOCKLAB_CLUSTER=1, every node
+// (its links) in LOCKLAB_ADDRS as seeds, and Config.Via in LOCKLAB_VIA.
+func subprocessClusterImpl(name, description string, fencing bool, command func() ([]string, error)) lockimpl.Impl {
+	impl := subprocessKind(topologySingle, true, name, description, fencing, command)
+	impl.Cluster = true
+	return impl
+}
+
 // Topologies a subprocess client runs on (lockimpl.Impl.Topology).
 const (
 	topologySingle = "single" // one server (or the primary through Sentinel): exactly one address
@@ -110,6 +122,11 @@ const (
 
 // subprocessOn is subprocessImpl on topology.
 func subprocessOn(topology, name, description string, fencing bool, command func() ([]string, error)) lockimpl.Impl {
+	return subprocessKind(topology, false, name, description, fencing, command)
+}
+
+// subprocessKind is subprocessOn, also on a Redis Cluster when cluster is set.
+func subprocessKind(topology string, cluster bool, name, description string, fencing bool, command func() ([]string, error)) lockimpl.Impl {
 	return lockimpl.Impl{
 		Name:        name,
 		Description: description,
@@ -121,6 +138,9 @@ func subprocessOn(topology, name, description string, fencing bool, command func
 			argv, err := command()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if cfg.Cluster && !cluster {
+				return nil, fmt.Errorf("%s: takes no Redis Cluster", name)
 			}
 			return newSubprocessLocker(name, argv, topology, fencing, cfg)
 		},
@@ -134,8 +154,8 @@ func subprocessOn(topology, name, description string, fencing bool, command func
 // options as the libraries' users set them (nodelibs.go, python.go).
 func Impls() []lockimpl.Impl {
 	return []lockimpl.Impl{
-		subprocessImpl("node-ioredis",
-			"textbook SET NX PX lock in Node.js with ioredis, driven over the subprocess protocol",
+		subprocessClusterImpl("node-ioredis",
+			"textbook SET NX PX lock in Node.js with ioredis, driven over the subprocess protocol; on a Redis Cluster through ioredis's cluster client, which follows MOVED and ASK and resends nothing",
 			false, nodeClientCommand(nodeMain)),
 		subprocessImpl("seed-withlock",
 			"the withLock of a widely read blog post's Node.js job queue (SET lock:<key> NX PX, Lua release, no extend) on ioredis's defaults: commands retried, queued and resent after a reconnect",
@@ -149,8 +169,8 @@ func Impls() []lockimpl.Impl {
 		renewsByItself(withOptions(subprocessOn(topologyNodes, "node-redlock-auto",
 			"npm @sesamecare-oss/redlock "+sesamecareRedlockVersion+" (redlock v5's API: Redlock over N independent servers, ioredis clients), each lease held inside using() with automatic extension on, one try per acquire unless retry_count",
 			false, nodeLibraryCommand("redlock-auto.js", "@sesamecare-oss/redlock")), nodeRedlockAutoOptions()...)),
-		refreshing(withOptions(subprocessImpl("redis-semaphore-mutex",
-			"npm redis-semaphore "+redisSemaphoreVersion+" Mutex (single instance, SET NX PX, refreshes itself every 0.8 ttl), one try per acquire",
+		refreshing(withOptions(subprocessClusterImpl("redis-semaphore-mutex",
+			"npm redis-semaphore "+redisSemaphoreVersion+" Mutex (single instance, SET NX PX, refreshes itself every 0.8 ttl), one try per acquire; on a Redis Cluster through ioredis's cluster client",
 			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "mutex")), redisSemaphoreOptions()...)),
 		refreshing(withOptions(subprocessOn(topologyNodes, "redis-semaphore-redlock",
 			"npm redis-semaphore "+redisSemaphoreVersion+" RedlockMutex (Redlock over N independent servers, refreshes itself every 0.8 ttl), one try per acquire",
@@ -222,6 +242,13 @@ func newSubprocessLocker(name string, argv []string, topology string, fencing bo
 // subprocessEnv is the client's environment: ours plus where its servers are.
 func subprocessEnv(cfg lockimpl.Config, topology string) ([]string, error) {
 	switch {
+	case cfg.Cluster && topology != topologySingle:
+		return nil, fmt.Errorf("a client of topology %s takes no Redis Cluster", topology)
+	case cfg.Cluster && len(cfg.Sentinels) > 0:
+		return nil, errors.New("a Redis Cluster has no Sentinels")
+	case cfg.Cluster && len(cfg.Addrs) == 0:
+		return nil, errors.New("a Redis Cluster lock needs the address of at least one node")
+	case cfg.Cluster:
 	case (topology == topologyNodes || topology == topologyEtcd) && len(cfg.Addrs) == 0:
 		return nil, errors.New("needs at least one node address")
 	case (topology == topologyNodes || topology == topologyEtcd) && len(cfg.Sentinels) > 0:
@@ -239,7 +266,7 @@ func subprocessEnv(cfg lockimpl.Config, topology string) ([]string, error) {
 	var env []string
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
-		case EnvAddrs, EnvTimeoutMS, EnvSentinels, EnvMaster, EnvVia, EnvOptions, EnvWaitReplicas, EnvWaitTimeoutMS:
+		case EnvAddrs, EnvTimeoutMS, EnvSentinels, EnvMaster, EnvVia, EnvCluster, EnvOptions, EnvWaitReplicas, EnvWaitTimeoutMS:
 		default:
 			env = append(env, kv)
 		}
@@ -259,16 +286,19 @@ func subprocessEnv(cfg lockimpl.Config, topology string) ([]string, error) {
 			EnvWaitReplicas+"="+strconv.Itoa(cfg.Wait.Replicas),
 			EnvWaitTimeoutMS+"="+strconv.FormatInt(cfg.Wait.Timeout.Milliseconds(), 10))
 	}
+	via := make([]string, 0, len(cfg.Via))
+	for from, to := range cfg.Via {
+		via = append(via, from+"="+to)
+	}
+	sort.Strings(via)
 	if len(cfg.Sentinels) > 0 {
-		via := make([]string, 0, len(cfg.Via))
-		for from, to := range cfg.Via {
-			via = append(via, from+"="+to)
-		}
-		sort.Strings(via)
 		env = append(env,
 			EnvSentinels+"="+strings.Join(cfg.Sentinels, ","),
 			EnvMaster+"="+cfg.Master,
 			EnvVia+"="+strings.Join(via, ","))
+	}
+	if cfg.Cluster {
+		env = append(env, EnvCluster+"=1", EnvVia+"="+strings.Join(via, ","))
 	}
 	return env, nil
 }
