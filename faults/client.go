@@ -5,7 +5,7 @@ func clientKinds() []KindInfo {
 	return []KindInfo{
 		{
 			Name:        "client-pause",
-			Description: "the target client stalls for the duration when it next reaches the point (a GC pause); default point before-write, after its validity check. mode process stops the world: the client's whole process (a subprocess client), renewal threads included",
+			Description: "the target client stalls for the duration when it next reaches the point (a GC pause); default point before-write, after its validity check. mode process stops the world: the client's whole process (a subprocess client), renewal threads included. until client:N@point ends the stall when that client reaches that point (the duration bounds it): a pause that lasts exactly until another client was, say, granted the lock",
 			Targets:     "client:N or any",
 			Points:      true,
 			build:       func(s Spec) (Fault, error) { return newClientGate(s, false) },

@@ -113,6 +113,9 @@ func kindOf(s Spec) (KindInfo, error) {
 	if s.Cut != "" && s.Kind != "failover" {
 		return k, fmt.Errorf("fault %s takes no cut (a failover's)", s.Kind)
 	}
+	if s.Until != "" && s.Kind != "client-pause" {
+		return k, fmt.Errorf("fault %s takes no until (a client-pause's)", s.Kind)
+	}
 	return k, nil
 }
 
@@ -186,6 +189,7 @@ func (e *TriggerError) Unwrap() error { return e.Err }
 type Planned struct {
 	Spec    Spec
 	Trigger *Trigger // nil: the fault starts Spec.At after the run starts
+	Until   *Trigger // a client-pause's end (Spec.Until), nil when it lasts its duration
 	kind    KindInfo
 	fault   Fault
 	used    atomic.Bool
@@ -204,6 +208,13 @@ func Prepare(s Spec, clients int) (*Planned, error) {
 			return nil, &TriggerError{fmt.Errorf("fault %s: %w", s.Kind, err)}
 		}
 		pl.Trigger = &Trigger{Client: client, Point: point}
+	}
+	if s.Until != "" {
+		client, point, err := ParseTrigger(s.Until, clients)
+		if err != nil {
+			return nil, fmt.Errorf("fault %s: until: %w", s.Kind, err)
+		}
+		pl.Until = &Trigger{Client: client, Point: point}
 	}
 	if pl.fault, err = k.build(s); err != nil {
 		return nil, err

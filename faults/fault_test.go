@@ -20,6 +20,7 @@ func TestNewRejectsBadSpecs(t *testing.T) {
 	}{
 		{Spec{Kind: "meteor"}, `unknown fault kind "meteor" (known: client-pause`},
 		{Spec{Kind: "client-pause", At: -time.Second}, "negative time"},
+		{Spec{Kind: "client-crash", Until: "client:1@acquire:granted"}, "takes no until"},
 	} {
 		if _, err := New(c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%v) = %v, want an error with %q", c.spec, err, c.want)
@@ -73,6 +74,45 @@ func TestPauseFiresOnceAtItsPointForItsClient(t *testing.T) {
 	h := rec.History()
 	if len(h.Faults) != 1 || h.Faults[0].Kind != "client-pause" || h.Faults[0].Target != "client:1" || h.Faults[0].End-h.Faults[0].Start < int64(50*time.Millisecond) {
 		t.Fatalf("fault windows = %+v", h.Faults)
+	}
+}
+
+// A pause with until lasts exactly until the other client reaches its point, well within
+// its duration, and its window says so; Prepare refuses an until it cannot read.
+func TestPauseUntilAnotherClientActs(t *testing.T) {
+	if _, err := Prepare(Spec{Kind: "client-pause", Duration: time.Second, Target: "client:0", Until: "client:2@acquire:granted"}, 2); err == nil || !strings.Contains(err.Error(), "until") {
+		t.Errorf("until client 2 of 2 clients: %v, want an error naming until", err)
+	}
+	rec := histories.NewRecorder(histories.Meta{Fencing: "off"})
+	env := &Env{Gates: gates.New(rec), Rec: rec, Clients: 2}
+	sch, err := startSpecs(t, context.Background(), env, []Spec{{Kind: "client-pause", Duration: time.Minute, Target: "client:0", Point: "before-write", Until: "client:1@acquire:granted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sch.Stop()
+	waitFor(t, func() bool { return env.Gates.Armed() == 2 })
+	ctx := context.Background()
+	paused := make(chan struct{})
+	go func() {
+		defer close(paused)
+		_ = env.Gates.Reach(ctx, 0, "before-write")
+	}()
+	waitFor(t, func() bool { return len(rec.History().Faults) == 1 }) // the pause has begun
+	select {
+	case <-paused:
+		t.Fatal("the pause ended before client 1 was granted")
+	default:
+	}
+	if err := env.Gates.Reach(ctx, 1, "acquire:granted"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-paused:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pause went on after client 1 was granted")
+	}
+	if d := rec.History().Faults[0].Detail; !strings.Contains(d, "until client 1's acquire:granted: came after") {
+		t.Errorf("window detail %q, want it to say the pause ended when client 1 was granted", d)
 	}
 }
 

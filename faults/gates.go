@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/locklab/locklab/faults/gates"
 	"github.com/locklab/locklab/faults/spec"
@@ -62,7 +63,22 @@ func (c *clientGate) Inject(_ context.Context, env *Env) error {
 	if point == "" {
 		point = workload.BeforeWrite
 	}
-	env.Gates.Arm(gates.Gate{Client: client, Point: point, Crash: c.crash, Stall: c.spec.Duration, World: c.spec.Mode == PauseProcess})
+	g := gates.Gate{Client: client, Point: point, Crash: c.crash, Stall: c.spec.Duration, World: c.spec.Mode == PauseProcess}
+	if c.spec.Until != "" {
+		// The pause ends when the other client gets there: a gate of its own closes until.
+		uc, up, err := ParseTrigger(c.spec.Until, env.Clients)
+		if err != nil {
+			return fmt.Errorf("until: %w", err)
+		}
+		until, once := make(chan struct{}), sync.Once{}
+		env.Gates.AddTrigger(uc, up, func(context.Context) { once.Do(func() { close(until) }) })
+		who := "any client's"
+		if uc >= 0 {
+			who = fmt.Sprintf("client %d's", uc)
+		}
+		g.Until, g.UntilNote = until, who+" "+up
+	}
+	env.Gates.Arm(g)
 	return nil
 }
 

@@ -147,6 +147,7 @@ type FaultSpec struct {
 	Rate      float64  `json:"rate,omitempty"`
 	Mode      string   `json:"mode,omitempty"`
 	Cut       string   `json:"cut,omitempty"`
+	Until     string   `json:"until,omitempty"`
 }
 
 // Spec converts f for the faults package.
@@ -154,7 +155,7 @@ func (f FaultSpec) Spec() faults.Spec {
 	return faults.Spec{
 		Kind: f.Kind, At: f.At.D(), Duration: f.Duration.D(), Target: f.Target, Point: f.Point,
 		Trigger: f.Trigger, Latency: f.Latency.D(), Jitter: f.Jitter.D(), Direction: f.Direction,
-		Offset: f.Offset.D(), Rate: f.Rate, Mode: f.Mode, Cut: f.Cut,
+		Offset: f.Offset.D(), Rate: f.Rate, Mode: f.Mode, Cut: f.Cut, Until: f.Until,
 	}
 }
 
@@ -433,6 +434,9 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 			}
 			if point := pl.Point(); point != "" && !slices.Contains(points, point) {
 				return nil, bad(field+sub, "%s never reaches point %q (points: %s)", p.Impl, point, strings.Join(points, ", "))
+			}
+			if pl.Until != nil && !slices.Contains(points, pl.Until.Point) {
+				return nil, bad(field+".until", "%s never reaches point %q (points: %s)", p.Impl, pl.Until.Point, strings.Join(points, ", "))
 			}
 		}
 		r.Faults = append(r.Faults, pl)

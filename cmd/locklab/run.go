@@ -250,10 +250,10 @@ func parseFaultFlag(s string) (plan.FaultSpec, error) {
 				return f, fmt.Errorf("parameter rate: bad number %q", v)
 			}
 			f.Rate = r
-		case "target", "point", "trigger", "direction", "mode", "cut":
-			*map[string]*string{"target": &f.Target, "point": &f.Point, "trigger": &f.Trigger, "direction": &f.Direction, "mode": &f.Mode, "cut": &f.Cut}[k] = v
+		case "target", "point", "trigger", "direction", "mode", "cut", "until":
+			*map[string]*string{"target": &f.Target, "point": &f.Point, "trigger": &f.Trigger, "direction": &f.Direction, "mode": &f.Mode, "cut": &f.Cut, "until": &f.Until}[k] = v
 		default:
-			return f, fmt.Errorf("unknown parameter %q (want at, duration, target, point, trigger, latency, jitter, direction, offset, rate, mode, cut)", k)
+			return f, fmt.Errorf("unknown parameter %q (want at, duration, target, point, trigger, latency, jitter, direction, offset, rate, mode, cut, until)", k)
 		}
 	}
 	return f, nil

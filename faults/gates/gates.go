@@ -69,7 +69,11 @@ type Gate struct {
 	Stall   time.Duration
 	World   bool                  // stop the world: the client's whole process stops for the stall
 	Trigger func(context.Context) // set: the gate starts a fault instead of acting itself
-	fired   bool
+	// Until, when set, ends the stall when it closes (at the latest after Stall); UntilNote
+	// says what it waits for ("client 1's acquire:granted").
+	Until     <-chan struct{}
+	UntilNote string
+	fired     bool
 }
 
 // New returns gates that record the windows of the faults they fire in rec.
@@ -112,31 +116,56 @@ func (g *Gates) Reach(ctx context.Context, client int, point string) error {
 			continue
 		}
 		if h.World {
-			if err := g.stopTheWorld(ctx, client, target, point, h.Stall); err != nil {
+			if err := g.stopTheWorld(ctx, client, target, point, h); err != nil {
 				return err
 			}
 			continue
 		}
-		w := g.rec.FaultStart("client-pause", target, fmt.Sprintf("%s at %s", h.Stall, point))
-		sleep(ctx, h.Stall)
+		detail := fmt.Sprintf("%s at %s", h.Stall, point)
+		w := g.rec.FaultStart("client-pause", target, detail+h.untilNote())
+		g.stall(ctx, w, detail, h)
 		g.rec.FaultEnd(w)
 	}
 	return nil
 }
 
-// stopTheWorld stops client's whole process group (SIGSTOP) for stall, as a long GC pause
-// stops every thread of a process, then continues it. The caller stalls meanwhile.
-func (g *Gates) stopTheWorld(ctx context.Context, client int, target, point string, stall time.Duration) error {
+// untilNote is how a stall with Until says what ends it.
+func (a *Gate) untilNote() string {
+	if a.Until == nil {
+		return ""
+	}
+	return ", until " + a.UntilNote
+}
+
+// stall waits out a's stall, recorded in window w with detail: its Stall, or until Until
+// closes; the window then says which came.
+func (g *Gates) stall(ctx context.Context, w int, detail string, a *Gate) {
+	if a.Until == nil {
+		sleep(ctx, a.Stall)
+		return
+	}
+	start := time.Now()
+	if AwaitUntil(ctx, a.Until, start.Add(a.Stall)) {
+		g.rec.FaultDetail(w, fmt.Sprintf("%s, until %s: came after %s", detail, a.UntilNote, time.Since(start).Round(time.Millisecond)))
+	} else {
+		g.rec.FaultDetail(w, fmt.Sprintf("%s, until %s: it did not come", detail, a.UntilNote))
+	}
+}
+
+// stopTheWorld stops client's whole process group (SIGSTOP) for a's stall, as a long GC
+// pause stops every thread of a process, then continues it. The caller stalls meanwhile.
+func (g *Gates) stopTheWorld(ctx context.Context, client int, target, point string, a *Gate) error {
 	p := g.Process(client)
 	if p == nil {
 		return fmt.Errorf("client-pause mode %s at %s: client %d does not run as a process of its own", PauseProcess, point, client)
 	}
-	w := g.rec.FaultStart("client-pause", target, fmt.Sprintf("%s at %s, whole process stopped", stall, point))
+	detail := fmt.Sprintf("%s at %s, whole process stopped", a.Stall, point)
+	w := g.rec.FaultStart("client-pause", target, detail+a.untilNote())
 	defer g.rec.FaultEnd(w)
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("client-pause mode %s: stop client %d: %w", PauseProcess, client, err)
 	}
-	sleep(ctx, stall)
+	g.stall(ctx, w, detail, a)
 	if err := p.Signal(syscall.SIGCONT); err != nil {
 		return fmt.Errorf("client-pause mode %s: continue client %d: %w", PauseProcess, client, err)
 	}

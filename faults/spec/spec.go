@@ -43,6 +43,9 @@ type Spec struct {
 	Rate      float64       // clocks: speed factor, 1 = normal
 	Mode      string        // kind-specific variant, e.g. failover "manual" or "sentinel"
 	Cut       string        // failover: which replicas lag, "all" (the default) or "one"
+	// Until "client:N@point" ends a client-pause when that client reaches that point (at
+	// the latest after Duration): a pause that lasts exactly until another client acted.
+	Until string
 }
 
 func (s Spec) String() string {
@@ -70,6 +73,9 @@ func (s Spec) String() string {
 	}
 	if s.Cut != "" {
 		b += " cut " + s.Cut
+	}
+	if s.Until != "" {
+		b += " until " + s.Until
 	}
 	return b
 }
