@@ -271,7 +271,7 @@ func lostTooLate(h histories.History, tl *Translation) string {
 		}
 	}
 	for i, f := range tl.Plan.Faults {
-		if i == tl.Redlock.Fault {
+		if i == tl.Redlock.Fault || i == tl.Redlock.Pause {
 			continue
 		}
 		found := false

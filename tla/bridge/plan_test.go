@@ -270,7 +270,7 @@ func TestTranslateRedlock(t *testing.T) {
 			}
 			var lost []string
 			for i, f := range p.Faults {
-				if i == rl.Fault {
+				if i == rl.Fault || i == rl.Pause {
 					continue
 				}
 				if f.Kind != "net-reset" || f.Direction != "up" || f.Trigger != "" || f.At.D() != 0 || f.Duration.D() < p.Duration.D() ||
@@ -281,6 +281,11 @@ func TestTranslateRedlock(t *testing.T) {
 			}
 			if !slices.Equal(lost, c.lost) {
 				t.Errorf("lost requests to %v, want %v", lost, c.lost)
+			}
+			if rl.Pause < 0 {
+				t.Errorf("no pause of the holder until the successor's grant")
+			} else if f := p.Faults[rl.Pause]; f.Kind != "client-pause" || f.Target != "client:0" || f.Trigger != "client:0@acquire:granted" || f.Until != "client:1@acquire:granted" {
+				t.Errorf("pause %+v, want the holder's, armed at its grant, until the successor's grant", f)
 			}
 			f := p.Faults[rl.Fault]
 			if f.Kind != c.kind || f.Target != "lock-0" || f.Trigger != "client:0@acquire:granted" || f.At.D() != c.at || f.Offset.D() != c.offset ||

@@ -12,6 +12,7 @@ import (
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/workload"
 )
 
 // RedlockReplay is what the run of a translated Redlock counterexample must show besides
@@ -20,6 +21,7 @@ type RedlockReplay struct {
 	HolderNodes    []int         // servers (lock-i, 0-based) that grant the holder, as in the trace
 	SuccessorNodes []int         // servers that grant the successor after the fault
 	Fault          int           // index in Plan.Faults of the node fault (server-crash or server-clock)
+	Pause          int           // index in Plan.Faults of the holder's pause until the successor's grant; -1: none
 	Tick           time.Duration // one tick of the model in the plan
 }
 
@@ -353,8 +355,17 @@ func translateRedlock(cx *Counterexample) (*Translation, error) {
 		what = fmt.Sprintf("%s's clock jumps %s forward (libfaketime)", server(f), time.Duration(fault.jump)*u)
 	}
 	p.Faults = append(p.Faults, nf)
+	rp := &RedlockReplay{Fault: len(p.Faults) - 1, Pause: -1, Tick: u}
+	// The trace's beliefs overlap by construction, not by the work's margin alone: after
+	// its work the holder waits before its write until the successor was granted, within
+	// its lease. Armed at the holder's grant, so that an earlier grant of the successor
+	// does not count.
+	if wait := time.Duration(ttl)*u - work - redlockRoom; wait > 0 {
+		p.Faults = append(p.Faults, plan.FaultSpec{Kind: "client-pause", Target: holder, Trigger: holder + "@" + lockimpl.StepGranted,
+			Point: workload.BeforeWrite, Duration: plan.D(wait), Until: fmt.Sprintf("client:%d@%s", s, lockimpl.StepGranted)})
+		rp.Pause = len(p.Faults) - 1
+	}
 
-	rp := &RedlockReplay{Fault: len(p.Faults) - 1, Tick: u}
 	for _, m := range H.got {
 		rp.HolderNodes = append(rp.HolderNodes, m-1)
 	}
@@ -384,7 +395,7 @@ func translateRedlock(cx *Counterexample) (*Translation, error) {
 	if at > 0 {
 		when = at.String() + " after that grant"
 	}
-	fmt.Fprintf(&b, "%s is granted by %s; %s, %s. %s is then granted by %s while %s works %s.",
+	fmt.Fprintf(&b, "%s is granted by %s; %s, %s. %s is then granted by %s while %s works %s (and waits before its write until then, within its lease).",
 		clients[h], names(rp.HolderNodes), when, what, clients[s], names(rp.SuccessorNodes), clients[h], work)
 	p.Description = b.String()
 	if err := p.Validate(locks.All()); err != nil {
