@@ -6,12 +6,12 @@ package faults
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/faults/failover"
 	"github.com/locklab/locklab/faults/spec"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/workload"
@@ -126,19 +126,13 @@ func kindOf(s Spec) (KindInfo, error) {
 // Redis replication to fail over (it elects its own leader).
 func OnTopology(kind string, t cluster.Topology) error {
 	switch {
-	case kind == "failover" && t.Kind != cluster.Etcd && failoverModes[t.Kind] == nil:
-		return fmt.Errorf("fault %s needs topology %s (primary, replicas and Sentinels) or %s (a Redis Cluster), not %s", kind, cluster.Replicated, cluster.RedisCluster, t)
+	case kind == failover.Name:
+		return failover.OnTopology(t)
 	case kind == "slot-migration" && t.Kind != cluster.RedisCluster:
 		return fmt.Errorf("fault %s moves a slot of a Redis Cluster (topology %s:PxR), not of %s", kind, cluster.RedisCluster, t)
-	case t.Kind != cluster.Etcd:
-		return nil
-	}
-	switch kind {
-	case "server-clock":
+	case kind == "server-clock" && t.Kind == cluster.Etcd:
 		return fmt.Errorf("fault %s cannot strike an etcd member: etcd is a Go program, which reads the clock without libc, so libfaketime cannot move it; "+
 			"and etcd times leases on the monotonic clock, which a wall-clock jump (what NTP does) does not move", kind)
-	case "failover":
-		return fmt.Errorf("fault %s is Redis replication's: an etcd cluster elects its leader itself (to move it, pause, crash or cut off the leader, lock-0 at the start)", kind)
 	}
 	return nil
 }
@@ -154,8 +148,8 @@ func (e *Env) firstLockKey() string {
 // ModeOnTopology says why a fault of kind cannot take mode on topology t (nil when it
 // can): a failover's modes are its topology's.
 func ModeOnTopology(kind, mode string, t cluster.Topology) error {
-	if modes := failoverModes[t.Kind]; kind == "failover" && mode != "" && modes != nil && !slices.Contains(modes, mode) {
-		return fmt.Errorf("failover mode %s does not apply to topology %s (its modes: %s)", mode, t, strings.Join(modes, ", "))
+	if kind == failover.Name {
+		return failover.ModeOnTopology(mode, t)
 	}
 	return nil
 }

@@ -175,7 +175,7 @@ func (sch *Schedule) sleepPlan(ctx context.Context, d, held0 time.Duration) bool
 		if left <= 0 {
 			return ctx.Err() == nil
 		}
-		if !sleep(ctx, max(left, holdPoll)) { // a hold under way keeps left from shrinking
+		if !spec.Sleep(ctx, max(left, holdPoll)) { // a hold under way keeps left from shrinking
 			return false
 		}
 	}
@@ -212,21 +212,6 @@ func (sch *Schedule) Stop() error {
 	sch.mu.Lock()
 	defer sch.mu.Unlock()
 	return errors.Join(sch.errs...)
-}
-
-// sleep waits d; it reports false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // ParseTrigger reads "client:N@point" or "any@point" (client -1). With clients ≥ 0 the

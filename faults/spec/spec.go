@@ -5,6 +5,7 @@
 package spec
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -134,4 +135,19 @@ func Short(d time.Duration) time.Duration {
 		return d.Round(10 * time.Microsecond)
 	}
 	return d.Round(time.Millisecond)
+}
+
+// Sleep waits d; it reports false when ctx ended first.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -22,19 +22,14 @@ const maxLines = 2100
 // etcd's members, the node interfaces the docker backend adds, starting a topology's
 // servers at once, the external servers' secrets; what is said to one Sentinel, one
 // server's replication and a Redis Cluster's forming went to packages of their own)
-// still owes the Sentinel orchestration (sentinel.go) a package of its own. faults (2,139 lines: the client, server, clock and failover families, with the failover,
-// partition and slot migration of a Redis Cluster, the hold that lets a failover's cut
-// find an instant without a lease, the holds that make its lost grant count, and the
-// plan's clock that leaves out the time triggers held clients; the client gates went to
-// faults/gates, the network faults to faults/network, a fault's spec to faults/spec)
-// owes its failover family a package of its own. campaign (2,192 lines: generators with the Redis Cluster and WAIT draws,
+// still owes the Sentinel orchestration (sentinel.go) a package of its own. campaign (2,192 lines: generators with the Redis Cluster and WAIT draws,
 // the search with confirmation, shrinking and the failures waiting for one, summaries)
 // owes its summaries a package of their own. report (2,431 lines, with the assessment's
 // report card) owes the index pages of output directories (index*.go) and the JUnit
 // writer that campaign and assess share packages of their own, over a shared page
 // package; cmd/locklab (2,334 lines, with assess and matrix merge; its progress displays
 // went to internal/liveline, the command line written again to internal/cmdline).
-var overLimit = map[string]int{"cluster": 2660, "faults": 2300, "campaign": 2195, "report": 2440, "cmd/locklab": 2340}
+var overLimit = map[string]int{"cluster": 2660, "campaign": 2195, "report": 2440, "cmd/locklab": 2340}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
@@ -152,10 +147,11 @@ var stage = map[string]int{
 	"cluster/clustertest": 6, // test helpers for every backend
 	"lockimpl":            7, // and libs, subprocess, locktest
 	"workload":            8, "locks": 8,
-	"faults/spec": 8, // a fault's spec, target and window, under every fault family
-	"faults":      9, // and faults/gates, faults/network
-	"plan":        10,
-	"runner":      11, "tla/bridge": 11,
+	"faults/spec":  8, // a fault's spec, target and window, under every fault family
+	"faults/gates": 8, // the client gates the families arm
+	"faults":       9, // and faults/network, faults/failover
+	"plan":         10,
+	"runner":       11, "tla/bridge": 11,
 	"campaign/expect": 12,
 	"campaign":        13, "matrix": 13, "jobsbench": 13,
 	"assess":      14, // the one-command verdict: conformance, the catalog row, a campaign

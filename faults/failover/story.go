@@ -1,4 +1,4 @@
-package faults
+package failover
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 // has read (or given up). Every wait is bounded by the fault's duration; the window says
 // which condition came.
 type aftermath struct {
-	f      *failover
-	env    *Env
+	f      *Fault
+	sc     Scene
 	holder int
 	bound  time.Duration
 
@@ -40,11 +40,11 @@ type aftermath struct {
 
 // newAftermath arms, for every client other than holder, a gate at the grant that makes
 // it the witness when it is granted after the promotion.
-func newAftermath(f *failover, env *Env, holder int) *aftermath {
-	a := &aftermath{f: f, env: env, holder: holder, bound: f.spec.Duration, witness: -1,
+func newAftermath(f *Fault, sc Scene, holder int) *aftermath {
+	a := &aftermath{f: f, sc: sc, holder: holder, bound: f.spec.Duration, witness: -1,
 		killed: make(chan struct{}), promoted: make(chan struct{}), witnessed: make(chan struct{})}
-	a.read, a.readers = make([]chan struct{}, env.Clients), make([]func(), env.Clients)
-	for i := range env.Clients {
+	a.read, a.readers = make([]chan struct{}, sc.Clients), make([]func(), sc.Clients)
+	for i := range sc.Clients {
 		ch := make(chan struct{})
 		a.read[i], a.readers[i] = ch, sync.OnceFunc(func() { close(ch) })
 		if i != holder {
@@ -55,7 +55,7 @@ func newAftermath(f *failover, env *Env, holder int) *aftermath {
 }
 
 func (a *aftermath) armWitness(client int) {
-	a.env.Gates.AddTrigger(client, lockimpl.StepGranted, func(ctx context.Context) { a.granted(ctx, client) })
+	a.sc.Gates.AddTrigger(client, lockimpl.StepGranted, func(ctx context.Context) { a.granted(ctx, client) })
 }
 
 // granted is client's grant. One reached before the old primary died came from it (a
@@ -87,7 +87,7 @@ func (a *aftermath) granted(ctx context.Context, client int) {
 // armRead arms client's gates where it has read the protected value or given up: before
 // its write (the witness waits there for the holder's read) and in its release.
 func (a *aftermath) armRead(client int, wait bool) {
-	g := a.env.Gates
+	g := a.sc.Gates
 	g.AddTrigger(client, workload.BeforeWrite, func(ctx context.Context) {
 		a.readers[client]()
 		if wait {
@@ -106,7 +106,7 @@ func (a *aftermath) awaitHolderRead(ctx context.Context, witness int) {
 	if gates.AwaitUntil(ctx, a.read[a.holder], start.Add(a.bound)) {
 		note = fmt.Sprintf("; client %d read or gave up before client %d wrote (client %d held %s before its write)", a.holder, witness, witness, spec.Short(time.Since(start)))
 	}
-	a.f.note(a.env, note)
+	a.f.note(a.sc, note)
 }
 
 // struck ends the strike (which closed killed): ok says whether a replica was promoted.
@@ -119,7 +119,7 @@ func (a *aftermath) struck(ok bool) {
 // fault's duration, and arms its own read gates (or marks it read at once when its point
 // comes after its read). It returns what the window should say.
 func (a *aftermath) holdHolder(ctx context.Context) string {
-	if a.env.Clients < 2 {
+	if a.sc.Clients < 2 {
 		return "" // no other client to hand the lock to
 	}
 	deadline := time.Now().Add(a.bound)
