@@ -529,6 +529,15 @@ func (f *Fault) strike(ctx context.Context, sc Scene, where string, killed chan 
 	}
 	promoted, err := f.promote(ctx, c, old, linkDown)
 	took := time.Since(died).Round(time.Millisecond)
+	if err := f.settle(sc, old, promoted, took, err); err != nil {
+		return err
+	}
+	f.note(sc, fmt.Sprintf("; %s promoted %s after %s", f.promoter(), promoted.Name(), took))
+	return nil
+}
+
+// settle records the promotion that replaced old after took, or that none came (err).
+func (f *Fault) settle(sc Scene, old, promoted cluster.Node, took time.Duration, err error) error {
 	if err != nil {
 		f.note(sc, fmt.Sprintf("; no promotion after %s", took))
 		return fmt.Errorf("failover of %s: %w", old.Name(), err)
@@ -537,7 +546,6 @@ func (f *Fault) strike(ctx context.Context, sc Scene, where string, killed chan 
 	if sc.Rec != nil && f.window >= 0 {
 		sc.Rec.FaultUpdate(f.window, func(w *histories.FaultWindow) { w.Promoted = promoted.Name() })
 	}
-	f.note(sc, fmt.Sprintf("; %s promoted %s after %s", f.promoter(), promoted.Name(), took))
 	return nil
 }
 
@@ -562,13 +570,8 @@ func (f *Fault) handOver(ctx context.Context, sc Scene) error {
 	}
 	promoted, err := sc.Cluster.AwaitClusterPromotion(ctx, []cluster.Node{to}, spec.PromoteTimeout)
 	took := time.Since(start).Round(time.Millisecond)
-	if err != nil {
-		f.note(sc, fmt.Sprintf("; no promotion after %s", took))
-		return fmt.Errorf("failover of %s: %w", old.Name(), err)
-	}
-	f.promoted = promoted
-	if sc.Rec != nil && f.window >= 0 {
-		sc.Rec.FaultUpdate(f.window, func(w *histories.FaultWindow) { w.Promoted = promoted.Name() })
+	if err := f.settle(sc, old, promoted, took, err); err != nil {
+		return err
 	}
 	f.note(sc, fmt.Sprintf("; %s took over after %s, %s its replica", promoted.Name(), took, old.Name()))
 	return nil

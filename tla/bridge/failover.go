@@ -27,14 +27,7 @@ var failoverEvents = []string{"init", "acquire", "wait-acked", "wait-failed", "r
 // the primary then dies at the holder's grant, after its WAIT.
 func translateFailover(cx *Counterexample) (*Translation, error) {
 	tr, cfg := cx.Trace, cx.Config
-	unmappable := func(ev Event, format string, args ...any) error {
-		return &MapError{File: tr.File, Event: ev, Reason: fmt.Sprintf(format, args...)}
-	}
-	prop, ok := properties[tr.Invariant]
-	if !ok {
-		return nil, fmt.Errorf("%s: invariant %s has no locklab property (known: MutualExclusion, StoreSafety, FenceMonotonic)", tr.File, tr.Invariant)
-	}
-	clients, err := cfg.Set("Clients")
+	prop, clients, unmappable, err := begin(cx)
 	if err != nil {
 		return nil, err
 	}

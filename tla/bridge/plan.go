@@ -119,6 +119,24 @@ func Translate(cx *Counterexample) (*Translation, error) {
 	return out, nil
 }
 
+// begin reads what every translation needs: the property the trace breaks, the config's
+// clients, and how to refuse one of the trace's events.
+func begin(cx *Counterexample) (linearizability.Property, []string, func(Event, string, ...any) error, error) {
+	tr := cx.Trace
+	unmappable := func(ev Event, format string, args ...any) error {
+		return &MapError{File: tr.File, Event: ev, Reason: fmt.Sprintf(format, args...)}
+	}
+	prop, ok := properties[tr.Invariant]
+	if !ok {
+		return "", nil, nil, fmt.Errorf("%s: invariant %s has no locklab property (known: MutualExclusion, StoreSafety, FenceMonotonic)", tr.File, tr.Invariant)
+	}
+	clients, err := cx.Config.Set("Clients")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return prop, clients, unmappable, nil
+}
+
 // recorded is the kind of operation a real client records for a step ("" for the
 // validity checks, which leave no record).
 func recorded(ev Event) histories.Kind {

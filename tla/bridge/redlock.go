@@ -77,14 +77,7 @@ type rlFault struct {
 // releases before its deadline, aimed at the middle of that gap as LeaseLock's steps are.
 func translateRedlock(cx *Counterexample) (*Translation, error) {
 	tr, cfg := cx.Trace, cx.Config
-	unmappable := func(ev Event, format string, args ...any) error {
-		return &MapError{File: tr.File, Event: ev, Reason: fmt.Sprintf(format, args...)}
-	}
-	prop, ok := properties[tr.Invariant]
-	if !ok {
-		return nil, fmt.Errorf("%s: invariant %s has no locklab property (known: MutualExclusion, StoreSafety, FenceMonotonic)", tr.File, tr.Invariant)
-	}
-	clients, err := cfg.Set("Clients")
+	prop, clients, unmappable, err := begin(cx)
 	if err != nil {
 		return nil, err
 	}
