@@ -17,6 +17,11 @@ What the library sends (redis/lock.py):
 (an EVALSHA answered NOSCRIPT -- the script was not run -- is followed by SCRIPT LOAD and
 one more EVALSHA, redis-py's Script.__call__).
 
+The Redis client is redis.Redis on one server, the primary of Sentinel().master_for on
+the replicated topology, and redis.cluster.RedisCluster on a Redis Cluster, whose node
+connections go through this client's links and send each command at most once (see
+"Redis Cluster" below).
+
 It speaks locklab's subprocess protocol locklab-lock/1 (docs/subprocess-protocol.md):
 a hello line, then one JSON request per line on stdin and one JSON answer per line on
 stdout; the log goes to stderr. Run it with Debian's interpreter, /usr/bin/python3, for
@@ -31,6 +36,7 @@ exception of any other kind -- is "unknown": the command may or may not have run
 
 import collections
 import json
+import logging
 import math
 import os
 import ssl
@@ -58,7 +64,10 @@ def log(*args):
 try:
     import redis
     from redis.backoff import NoBackoff
-    from redis.exceptions import LockNotOwnedError
+    from redis.cluster import ClusterNode, RedisCluster
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import LockNotOwnedError, RedisClusterException
+    from redis.exceptions import TimeoutError as RedisTimeoutError
     from redis.retry import Retry
     from redis.sentinel import Sentinel
 except ImportError as err:
@@ -70,6 +79,28 @@ except ImportError as err:
     sys.exit(3)
 
 LIBRARY = f"redis-py@{redis.__version__}"
+
+
+class OneLine(logging.Formatter):
+    """redis-py's own log records (RedisCluster logs every MOVED, ASK and connection
+    error with log.exception) as one line each on stderr, the exception without its
+    traceback."""
+
+    def format(self, record):
+        msg = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            err = record.exc_info[1]
+            msg = f"{msg}: {type(err).__name__}: {err}"
+        return f"[{NAME} {os.getpid()}] {record.name}: {msg}"
+
+
+def log_redis():
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLine())
+    logger = logging.getLogger("redis")
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
 TESTED_VERSION = "4.3.4"
 
 
@@ -192,11 +223,35 @@ class ViaSentinel(Sentinel):
         return self.via.get(join_addr(host, port), (host, port))
 
 
+def parse_via():
+    """LOCKLAB_VIA, from=to[,from=to...]: each address a server names (Sentinel its
+    primary, a Redis Cluster node itself), as join_addr writes it, to this client's link
+    to it, (host, port)."""
+    via = {}
+    for pair in env_list("LOCKLAB_VIA"):
+        frm, sep, to = pair.partition("=")
+        if not sep or not frm or not to:
+            raise ValueError(f"bad LOCKLAB_VIA entry {pair!r}: want from=to")
+        via[join_addr(*parse_addr(frm))] = parse_addr(to)
+    return via
+
+
+def on_cluster():
+    """Whether locklab gave a Redis Cluster (LOCKLAB_CLUSTER=1)."""
+    v = os.environ.get("LOCKLAB_CLUSTER", "")
+    if v not in ("", "0", "1"):
+        raise ValueError(f"bad LOCKLAB_CLUSTER {v!r}: want 1 or unset")
+    return v == "1"
+
+
 def connect():
     """The redis-py client for the environment: one server (LOCKLAB_ADDRS, with its
-    access_options), or the primary followed through Sentinel (LOCKLAB_SENTINELS,
-    LOCKLAB_MASTER, LOCKLAB_VIA)."""
+    access_options), the primary followed through Sentinel (LOCKLAB_SENTINELS,
+    LOCKLAB_MASTER, LOCKLAB_VIA), or a Redis Cluster (LOCKLAB_CLUSTER=1, see
+    connect_cluster)."""
     opts = connection_options(timeout_seconds())
+    if on_cluster():
+        return connect_cluster(opts)
     sentinels = env_list("LOCKLAB_SENTINELS")
     if not sentinels:
         addrs = env_list("LOCKLAB_ADDRS")
@@ -211,17 +266,260 @@ def connect():
     master = os.environ.get("LOCKLAB_MASTER", "")
     if not master:
         raise ValueError("LOCKLAB_SENTINELS given without LOCKLAB_MASTER")
-    via = {}
-    for pair in env_list("LOCKLAB_VIA"):
-        frm, sep, to = pair.partition("=")
-        if not sep or not frm or not to:
-            raise ValueError(f"bad LOCKLAB_VIA entry {pair!r}: want from=to")
-        via[join_addr(*parse_addr(frm))] = parse_addr(to)
     # The Sentinels get the same options (redis-py would give them only the socket_*
     # ones); a Sentinel that does not answer is skipped by discover_master, and no
     # primary found is MasterNotFoundError, a ConnectionError: unknown.
-    sentinel = ViaSentinel([parse_addr(s) for s in sentinels], via, sentinel_kwargs=dict(opts), **opts)
+    sentinel = ViaSentinel([parse_addr(s) for s in sentinels], parse_via(), sentinel_kwargs=dict(opts), **opts)
     return sentinel.master_for(master)
+
+
+# ---- Redis Cluster -----------------------------------------------------------------
+#
+# On a Redis Cluster (LOCKLAB_CLUSTER=1) the Lock runs on redis-py's own cluster client,
+# redis.cluster.RedisCluster, seeded with LOCKLAB_ADDRS (this client's links to the
+# nodes); it sends each command to the primary of its key's slot. redis-py 4.3.4 needs
+# two things done here, both in the one connection class of the nodes (cluster_connection):
+#
+# 1. Dial this client's links. The nodes announce their own addresses (CLUSTER SLOTS,
+#    MOVED, ASK) and 4.3.4's RedisCluster has no address_remap (later releases do). A
+#    connection to a node announced as host:port dials LOCKLAB_VIA[host:port] instead,
+#    while the ClusterNode keeps the announced name, which the slot map, MOVED and ASK
+#    go by. The seeds are links themselves and are dialled as they are; any other
+#    address is refused (Unmappable), never dialled. The hook is the connection class
+#    because it is the one place every connection of RedisCluster is made -- to the
+#    seeds, in every slot-map refresh, to a node a MOVED names, and for the COMMAND that
+#    RedisCluster's constructor sends. 4.3.4 gives its nodes' pools a connection_class
+#    only when it is built from a URL (NodesManager.create_redis_node: from_url gives
+#    ConnectionPool(**kwargs), else Redis(host, port, **kwargs), which takes none), so
+#    it is built with url= the first seed. A NodesManager subclass overriding
+#    create_redis_node would be the other hook, but RedisCluster.__init__ builds its
+#    NodesManager itself and sends COMMAND through it (to an announced address) before
+#    returning: replacing rc.nodes_manager afterwards comes too late.
+#
+# 2. Send a command at most once. What 4.3.4 resends, and what is done about it:
+#
+#    _execute_command   after a ConnectionError or TimeoutError -- the connection closed
+#                       or the reply did not come in socket_timeout, so the command may
+#                       have been executed -- sleeps 0.25 s and sends the command again to
+#                       the same node, up to 5 times; no option turns that off
+#                       (RedisClusterRequestTTL bounds the MOVED and ASK hops as well).
+#                       So once the command was written on a connection, the connection
+#                       raises SentOnce instead of those errors: a RedisClusterException,
+#                       which _execute_command raises at once and execute_command does
+#                       not retry. An error before anything of the command was written
+#                       (connecting) is left to redis-py: trying again resends nothing.
+#    execute_command    runs the whole command again after ConnectionError, TimeoutError
+#                       or ClusterDownError, cluster_error_retry_attempts times (3): 1
+#                       here (SentOnce is not among them; 1 bounds the time a call takes
+#                       when a node cannot be connected, and CLUSTERDOWN is an error
+#                       reply, unknown, as on one server).
+#    MOVED, ASK, TRYAGAIN  followed (at most RedisClusterRequestTTL, 16, hops): definite
+#                       refusals, the command was not executed there.
+#    per node           retry=Retry(NoBackoff(), 0), retry_on_timeout=False
+#                       (connection_options), as on one server.
+#
+# redis-py refreshes its slot map after the fifth connection error in a row on a node,
+# which the client, answering after the first, never reaches: it refreshes the map
+# instead before the command that follows a SentOnce (a killed primary's link still
+# accepts connections, then closes them; without the refresh the client would go on
+# sending to the dead node and never find its replica, promoted). And when the node of
+# a command turns out, before anything is written, to have closed the idle connection
+# the pool kept to it (NodeClosed), the map is read again and the command run once more
+# on it: nothing of it was sent, and a client that had used the dead node finds the
+# promoted one without an unknown.
+
+
+class SentOnce(RedisClusterException):
+    """A command was written to a node and its outcome is unknown: the connection failed
+    or timed out before its reply. It is not sent again."""
+
+
+class NodeClosed(RedisClusterException):
+    """Before a command was written: the node had closed this client's idle connection
+    to it (it went away, or the link was reset), so the slot map may be stale."""
+
+
+class Unmappable(RedisClusterException):
+    """The cluster named a node this client has no link to (not in LOCKLAB_VIA)."""
+
+
+class Flight:
+    """The command the cluster client is executing (its arguments, as written), the
+    connection it was written on while its reply is awaited, and the node, if any, that
+    was found to have closed an idle connection since the command started."""
+
+    def __init__(self):
+        self.args = None
+        self.conn = None
+        self.closed = None
+
+
+def cluster_dialer(seeds, via):
+    """dial(host, port): where to connect for the node announced as host:port -- its
+    link, via[host:port]; a seed (one of this client's links) is itself. Anything else
+    raises Unmappable."""
+
+    def dial(host, port):
+        name = join_addr(host, port)
+        if name in via:
+            return via[name]
+        if name in seeds:
+            return host, port
+        mapped = ", ".join(sorted(via)) or "nothing"
+        raise Unmappable(f"the Redis Cluster names node {name}, which LOCKLAB_VIA does not map to a link "
+                         f"of this client (it maps {mapped}): not dialled")
+
+    return dial
+
+
+def cluster_connection(dial, flight):
+    """The connection class of every node of the cluster client (see above): it dials
+    dial(host, port), and raises SentOnce for flight's command once the command was
+    written on it and no reply can be read."""
+
+    class ViaConnection(redis.connection.Connection):
+        def __init__(self, host="localhost", port=6379, **kwargs):
+            self.node = join_addr(host, port)
+            link_host, link_port = dial(host, port)
+            super().__init__(host=link_host, port=link_port, **kwargs)
+
+        def lost(self, err):
+            flight.conn = None
+            return SentOnce(f"{type(err).__name__}: {err} (node {self.node}); not sent again")
+
+        def can_read(self, timeout=0):
+            # The pool asks this of a connection before it hands it out; an idle one
+            # the node closed raises (and the pool connects anew).
+            try:
+                return super().can_read(timeout)
+            except (RedisConnectionError, OSError):
+                flight.closed = self.node
+                raise
+
+        def send_command(self, *args, **kwargs):
+            if flight.args is None or args != flight.args:  # ASKING, INFO, CLUSTER SLOTS
+                return super().send_command(*args, **kwargs)
+            if flight.closed == self.node:
+                flight.closed = None
+                raise NodeClosed(f"node {self.node} had closed an idle connection; not sent, the slot map is read again first")
+            self.connect()  # writes nothing of the command; its errors are redis-py's
+            flight.conn = self
+            try:
+                super().send_command(*args, **kwargs)
+            except (RedisConnectionError, RedisTimeoutError) as err:
+                raise self.lost(err) from err  # some of it may have gone out
+            return None
+
+        def read_response(self, *args, **kwargs):
+            if flight.conn is not self:
+                return super().read_response(*args, **kwargs)
+            try:
+                response = super().read_response(*args, **kwargs)
+            except (RedisConnectionError, RedisTimeoutError) as err:
+                raise self.lost(err) from err
+            except BaseException:  # a reply (MOVED, ASK, any error reply): settled
+                flight.conn = None
+                raise
+            flight.conn = None
+            return response
+
+    return ViaConnection
+
+
+class AtMostOnceCluster(RedisCluster):
+    """RedisCluster whose connections are cluster_connection(..., flight): each command
+    is flight's while it runs; after a SentOnce the slot map is refreshed before the next
+    command."""
+
+    def __init__(self, flight, **kwargs):
+        self._flight = flight
+        self._refresh = False
+        super().__init__(**kwargs)  # sends COMMAND: flight is set
+
+    def execute_command(self, *args, **kwargs):
+        for last in (False, True):
+            if self._refresh:
+                self.nodes_manager.initialize()  # raises before anything of this command is sent
+                self._refresh = False
+            flight = self._flight
+            outer = flight.args, flight.conn, flight.closed
+            flight.args, flight.conn, flight.closed = args, None, None
+            try:
+                return super().execute_command(*args, **kwargs)
+            except SentOnce:
+                self._refresh = True
+                raise
+            except NodeClosed:  # nothing was written: once more, on a fresh slot map
+                self._refresh = True
+                if last:
+                    raise
+            finally:
+                flight.args, flight.conn, flight.closed = outer
+        raise AssertionError("unreachable")
+
+
+class LazyCluster:
+    """The cluster client, built on first use: building it asks the seeds for the slot
+    map (INFO, CLUSTER SLOTS; then COMMAND), which fails while no seed answers. A request
+    meanwhile answers unknown, and the next one builds again."""
+
+    def __init__(self, build):
+        self.build = build
+        self.rc = None
+
+    def get(self):
+        if self.rc is None:
+            self.rc = self.build()
+        return self.rc
+
+    def ping(self):
+        self.get()  # the slot map came from a node: connected
+
+    def lock(self, *args, **kwargs):
+        return self.get().lock(*args, **kwargs)
+
+    def close(self):
+        if self.rc is not None:
+            self.rc.close()
+
+
+def connect_cluster(opts):
+    """The cluster client of the environment (LOCKLAB_CLUSTER=1; see above): the seeds
+    are LOCKLAB_ADDRS, the links to the announced addresses LOCKLAB_VIA; a user and
+    password are taken, a database other than 0 and TLS are refused."""
+    if env_list("LOCKLAB_SENTINELS"):
+        raise ValueError("LOCKLAB_SENTINELS given with LOCKLAB_CLUSTER=1")
+    addrs = env_list("LOCKLAB_ADDRS")
+    if not addrs:
+        raise ValueError(f"LOCKLAB_ADDRS must name at least one node of the Redis Cluster, got {os.environ.get('LOCKLAB_ADDRS')!r}")
+    extra, server_name = access_options()
+    if server_name is not None:
+        raise ValueError("TLS to a Redis Cluster is not supported")
+    if extra.pop("db", 0) != 0:
+        raise ValueError("a Redis Cluster has database 0 only")
+    seeds = [parse_addr(a) for a in addrs]
+    dial = cluster_dialer({join_addr(*s) for s in seeds}, parse_via())
+    flight = Flight()
+    node_opts = dict(opts)
+    # Not among the options RedisCluster hands its nodes (it would drop it); 0, no
+    # health-check PINGs, is the connections' default.
+    node_opts.pop("health_check_interval")
+
+    def build():
+        rc = AtMostOnceCluster(
+            flight,
+            url="redis://" + join_addr(*seeds[0]),  # see above: connection_class reaches the nodes
+            startup_nodes=[ClusterNode(host, port) for host, port in seeds[1:]],
+            connection_class=cluster_connection(dial, flight),
+            cluster_error_retry_attempts=1,
+            **node_opts,
+            **extra,
+        )
+        for node in rc.get_nodes():  # every node of the slot map has a link
+            dial(node.host, node.port)
+        return rc
+
+    return LazyCluster(build)
 
 
 # ---- options -----------------------------------------------------------------------
@@ -418,6 +716,8 @@ def wait_connected(r):
         try:
             r.ping()
             return True
+        except Unmappable:
+            raise
         except Exception as err:
             if time.monotonic() + 0.05 >= deadline:
                 log(f"not connected after {CONNECT_WAIT_S:g} s ({type(err).__name__}: {err}); saying hello anyway")
@@ -426,6 +726,7 @@ def wait_connected(r):
 
 
 def main():
+    log_redis()
     try:
         options = parse_options(os.environ.get("LOCKLAB_OPTIONS", ""))
         log(f"options {json.dumps(options)}")
@@ -435,7 +736,11 @@ def main():
         return 1
     if redis.__version__ != TESTED_VERSION:
         log(f"warning: {LIBRARY}, locklab documents redis-py {TESTED_VERSION} (Debian bookworm's python3-redis)")
-    wait_connected(r)
+    try:
+        wait_connected(r)
+    except Unmappable as err:
+        log(f"fatal: {err}")
+        return 1
     client = Client(r, options)
     answer({"hello": PROTOCOL, "name": NAME, "fencing": False, "extend": True, "library": LIBRARY})
     # locklab sends one request at a time and waits for its answer; EOF on stdin: done.

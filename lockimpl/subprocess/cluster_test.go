@@ -56,12 +56,12 @@ func valueOnPrimary(t *testing.T, c *cluster.Cluster, key string) string {
 }
 
 func TestNodeClusterClientsRegistryEntries(t *testing.T) {
-	for _, impl := range []string{"node-ioredis", "redis-semaphore-mutex"} {
+	for _, impl := range []string{"node-ioredis", "redis-semaphore-mutex", "redis-py"} {
 		if i := get(t, impl); !i.Cluster || !i.RunsOn(cluster.RedisCluster) || !i.RunsOn(cluster.Single) || i.Fencing {
 			t.Errorf("%s = %+v; want a single-instance lock without fences that also runs on %s", impl, i, cluster.RedisCluster)
 		}
 	}
-	for _, impl := range []string{"seed-withlock", "redis-py", "node-redlock", "redis-semaphore-redlock"} {
+	for _, impl := range []string{"seed-withlock", "node-redlock", "redis-semaphore-redlock"} {
 		if get(t, impl).RunsOn(cluster.RedisCluster) {
 			t.Errorf("%s runs on %s; it has no cluster client", impl, cluster.RedisCluster)
 		}
@@ -78,103 +78,107 @@ func TestNodeClusterClientsRegistryEntries(t *testing.T) {
 // and the client finds the new primary: an acquire there is granted (after some unknowns,
 // while the slot had no primary), released and taken again.
 func TestNodeClientsOnRedisCluster(t *testing.T) {
-	forEachLib(t, clusterLibs, func(t *testing.T, lib nodeLib) {
-		c := startRedisCluster(t)
-		ctx := clustertest.Context(t)
-		a, b := clusterLocker(t, c, lib, 0, time.Second), clusterLocker(t, c, lib, 1, time.Second)
-		primaries := map[string]bool{}
-		for i := range 6 {
-			key := fmt.Sprintf("k%d", i)
-			p, _, err := c.SlotPrimary(ctx, lib.key(key))
-			if err != nil {
-				t.Fatal(err)
-			}
-			primaries[p.Name()] = true
-			lease, err := a.Acquire(ctx, key, time.Minute)
-			if err != nil {
-				t.Fatalf("Acquire %s (on %s): %v", key, p.Name(), err)
-			}
-			if got := valueOnPrimary(t, c, lib.key(key)); got != lease.Token {
-				t.Fatalf("%s holds %q under %s, want the grant's token %q", p.Name(), got, lib.key(key), lease.Token)
-			}
-			if _, err := b.Acquire(ctx, key, time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) || lockimpl.Classify(err) != histories.Fail {
-				t.Fatalf("second Acquire of a held %s: %v, want ErrNotAcquired", key, err)
-			}
-			ext, err := a.Extend(ctx, lease, time.Hour)
-			if err != nil {
-				t.Fatalf("Extend %s: %v", key, err)
-			}
-			if pttl := clustertest.Client(t, p.Addr()).PTTL(ctx, lib.key(key)).Val(); pttl <= time.Minute {
-				t.Fatalf("PTTL of %s after an extend to 1h: %s", key, pttl)
-			}
-			if err := a.Release(ctx, ext); err != nil {
-				t.Fatalf("Release %s: %v", key, err)
-			}
-			if err := a.Release(ctx, ext); !errors.Is(err, lockimpl.ErrNotHeld) {
-				t.Fatalf("second Release of %s: %v, want ErrNotHeld", key, err)
-			}
-			next, err := b.Acquire(ctx, key, time.Minute)
-			if err != nil {
-				t.Fatalf("Acquire %s after its release: %v", key, err)
-			}
-			if err := b.Release(ctx, next); err != nil {
-				t.Fatalf("Release %s: %v", key, err)
-			}
-		}
-		if len(primaries) != 3 {
-			t.Fatalf("the keys landed on %v, want every primary", primaries)
-		}
+	forEachLib(t, clusterLibs, locksOnRedisCluster)
+}
 
-		// Failover: the primary of {f}'s slot dies, its replica takes over.
-		pid := clientProcess(t, a).Pid()
-		old, replicas, err := c.SlotPrimary(ctx, lib.key("{f}"))
+// locksOnRedisCluster is TestNodeClientsOnRedisCluster's experiment with lib (also
+// TestRedisPyOnRedisCluster's).
+func locksOnRedisCluster(t *testing.T, lib nodeLib) {
+	c := startRedisCluster(t)
+	ctx := clustertest.Context(t)
+	a, b := clusterLocker(t, c, lib, 0, time.Second), clusterLocker(t, c, lib, 1, time.Second)
+	primaries := map[string]bool{}
+	for i := range 6 {
+		key := fmt.Sprintf("k%d", i)
+		p, _, err := c.SlotPrimary(ctx, lib.key(key))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := old.Kill(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.ClusterFailover(ctx, replicas[0], clustermode.FailoverTakeover); err != nil {
-			t.Fatal(err)
-		}
-		promoted, err := c.AwaitClusterPromotion(ctx, replicas, clustertest.Wait)
+		primaries[p.Name()] = true
+		lease, err := a.Acquire(ctx, key, time.Minute)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("Acquire %s (on %s): %v", key, p.Name(), err)
 		}
-		// Each attempt takes a key of its own in the slot, so that an unknown acquire
-		// that took effect cannot refuse the next one.
-		var lease lockimpl.Lease
-		var unknowns []string
-		n := 0
-		locktest.Eventually(t, "an acquire on the promoted "+promoted.Name(), func() bool {
-			n++
-			var err error
-			lease, err = a.Acquire(ctx, fmt.Sprintf("{f}:%d", n), time.Minute)
-			if err != nil {
-				if c := lockimpl.Classify(err); c != histories.Unknown {
-					t.Fatalf("Acquire of a free key during the failover: %v (%s), want ok or unknown", err, c)
-				}
-				unknowns = append(unknowns, err.Error())
+		if got := valueOnPrimary(t, c, lib.key(key)); got != lease.Token {
+			t.Fatalf("%s holds %q under %s, want the grant's token %q", p.Name(), got, lib.key(key), lease.Token)
+		}
+		if _, err := b.Acquire(ctx, key, time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) || lockimpl.Classify(err) != histories.Fail {
+			t.Fatalf("second Acquire of a held %s: %v, want ErrNotAcquired", key, err)
+		}
+		ext, err := a.Extend(ctx, lease, time.Hour)
+		if err != nil {
+			t.Fatalf("Extend %s: %v", key, err)
+		}
+		if pttl := clustertest.Client(t, p.Addr()).PTTL(ctx, lib.key(key)).Val(); pttl <= time.Minute {
+			t.Fatalf("PTTL of %s after an extend to 1h: %s", key, pttl)
+		}
+		if err := a.Release(ctx, ext); err != nil {
+			t.Fatalf("Release %s: %v", key, err)
+		}
+		if err := a.Release(ctx, ext); !errors.Is(err, lockimpl.ErrNotHeld) {
+			t.Fatalf("second Release of %s: %v, want ErrNotHeld", key, err)
+		}
+		next, err := b.Acquire(ctx, key, time.Minute)
+		if err != nil {
+			t.Fatalf("Acquire %s after its release: %v", key, err)
+		}
+		if err := b.Release(ctx, next); err != nil {
+			t.Fatalf("Release %s: %v", key, err)
+		}
+	}
+	if len(primaries) != 3 {
+		t.Fatalf("the keys landed on %v, want every primary", primaries)
+	}
+
+	// Failover: the primary of {f}'s slot dies, its replica takes over.
+	pid := clientProcess(t, a).Pid()
+	old, replicas, err := c.SlotPrimary(ctx, lib.key("{f}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ClusterFailover(ctx, replicas[0], clustermode.FailoverTakeover); err != nil {
+		t.Fatal(err)
+	}
+	promoted, err := c.AwaitClusterPromotion(ctx, replicas, clustertest.Wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each attempt takes a key of its own in the slot, so that an unknown acquire
+	// that took effect cannot refuse the next one.
+	var lease lockimpl.Lease
+	var unknowns []string
+	n := 0
+	locktest.Eventually(t, "an acquire on the promoted "+promoted.Name(), func() bool {
+		n++
+		var err error
+		lease, err = a.Acquire(ctx, fmt.Sprintf("{f}:%d", n), time.Minute)
+		if err != nil {
+			if c := lockimpl.Classify(err); c != histories.Unknown {
+				t.Fatalf("Acquire of a free key during the failover: %v (%s), want ok or unknown", err, c)
 			}
-			return err == nil
-		})
-		t.Logf("granted on %s after %d unknown acquires: %.300q", promoted.Name(), len(unknowns), unknowns)
-		if p := clientProcess(t, a).Pid(); p != pid {
-			t.Fatalf("client replaced (pid %d, was %d) during the failover: its cluster client did not answer in time", p, pid)
+			unknowns = append(unknowns, err.Error())
 		}
-		if got := clustertest.Client(t, promoted.Addr()).Get(ctx, lib.key(lease.Key)).Val(); got != lease.Token {
-			t.Fatalf("%s (promoted) holds %q under %s, want the grant's token", promoted.Name(), got, lib.key(lease.Key))
-		}
-		if _, err := b.Acquire(ctx, lease.Key, time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
-			t.Fatalf("the other client's Acquire of %s on the promoted primary: %v, want ErrNotAcquired", lease.Key, err)
-		}
-		if err := a.Release(ctx, lease); err != nil {
-			t.Fatalf("Release on the promoted primary: %v", err)
-		}
-		if _, err := b.Acquire(ctx, lease.Key, time.Minute); err != nil {
-			t.Fatalf("the other client's Acquire of %s after its release: %v", lease.Key, err)
-		}
+		return err == nil
 	})
+	t.Logf("granted on %s after %d unknown acquires: %.300q", promoted.Name(), len(unknowns), unknowns)
+	if p := clientProcess(t, a).Pid(); p != pid {
+		t.Fatalf("client replaced (pid %d, was %d) during the failover: its cluster client did not answer in time", p, pid)
+	}
+	if got := clustertest.Client(t, promoted.Addr()).Get(ctx, lib.key(lease.Key)).Val(); got != lease.Token {
+		t.Fatalf("%s (promoted) holds %q under %s, want the grant's token", promoted.Name(), got, lib.key(lease.Key))
+	}
+	if _, err := b.Acquire(ctx, lease.Key, time.Minute); !errors.Is(err, lockimpl.ErrNotAcquired) {
+		t.Fatalf("the other client's Acquire of %s on the promoted primary: %v, want ErrNotAcquired", lease.Key, err)
+	}
+	if err := a.Release(ctx, lease); err != nil {
+		t.Fatalf("Release on the promoted primary: %v", err)
+	}
+	if _, err := b.Acquire(ctx, lease.Key, time.Minute); err != nil {
+		t.Fatalf("the other client's Acquire of %s after its release: %v", lease.Key, err)
+	}
 }
 
 // onceLab is the experiment of TestNodeClientOnRedisClusterSendsOnce: a Redis Cluster,
@@ -237,9 +241,15 @@ func lostReply[R any](t *testing.T, lab onceLab, send func() R) R {
 // is held back until the primary has executed the SET, then the connection is cut: the
 // primary must have executed one SET, and the acquire is unknown (or ok), never fail.
 func TestNodeClientOnRedisClusterSendsOnce(t *testing.T) {
+	sendsOnceOnRedisCluster(t, nodeLib{name: "node-ioredis"})
+}
+
+// sendsOnceOnRedisCluster is TestNodeClientOnRedisClusterSendsOnce's experiment with lib
+// (also TestRedisPyOnRedisClusterSendsOnce's).
+func sendsOnceOnRedisCluster(t *testing.T, lib nodeLib) {
 	lab := newOnceLab(t, "{once}")
 	ctx := clustertest.Context(t)
-	l := clusterLocker(t, lab.c, nodeLib{name: "node-ioredis"}, 0, 5*time.Second)
+	l := clusterLocker(t, lab.c, lib, 0, 5*time.Second)
 	// A release of a lock nobody holds: the connection to the primary is up, no SET sent.
 	if err := l.Release(ctx, lockimpl.Lease{Key: lab.key, Token: "nobody's"}); !errors.Is(err, lockimpl.ErrNotHeld) {
 		t.Fatalf("Release of a free key: %v, want ErrNotHeld", err)
