@@ -306,6 +306,15 @@ require("node:readline").createInterface({ input: process.stdin }).on("line", ()
 `
 	cmd := exec.CommandContext(ctx, "node", "-e", script, lab.key)
 	cmd.Dir = nodeClientDir(t)
+	sendsTwiceOnDefaults(t, lab, cmd, "ioredis", "null")
+}
+
+// sendsTwiceOnDefaults runs cmd, a script of a library's cluster client on its defaults
+// that prints "ready" once connected and, for each line on stdin, the reply of one SET NX
+// of lab's key; one SET NX whose reply is lost must run twice on the primary, the resend
+// answering nilReply (the lock the client took itself).
+func sendsTwiceOnDefaults(t *testing.T, lab onceLab, cmd *exec.Cmd, library, nilReply string) {
+	t.Helper()
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -322,12 +331,12 @@ require("node:readline").createInterface({ input: process.stdin }).on("line", ()
 	lines := bufio.NewScanner(stdout)
 	line := func() string {
 		if !lines.Scan() {
-			t.Fatalf("ioredis script ended: %v", lines.Err())
+			t.Fatalf("%s script ended: %v", library, lines.Err())
 		}
 		return lines.Text()
 	}
 	if got := line(); got != "ready" {
-		t.Fatalf("ioredis script said %q, want ready", got)
+		t.Fatalf("%s script said %q, want ready", library, got)
 	}
 	before := lab.sets(t)
 	reply := lostReply(t, lab, func() string {
@@ -337,10 +346,10 @@ require("node:readline").createInterface({ input: process.stdin }).on("line", ()
 		return line()
 	})
 	if got := lab.sets(t) - before; got != 2 {
-		t.Errorf("%s executed %d SETs after one SET NX whose reply was lost, on ioredis's defaults; want 2 (the resend)", lab.primary.Name(), got)
+		t.Errorf("%s executed %d SETs after one SET NX whose reply was lost, on %s's defaults; want 2 (the resend)", lab.primary.Name(), got, library)
 	}
-	if reply != "null" {
-		t.Errorf("the SET NX resent by ioredis answered %s, want null (the lock it took itself)", reply)
+	if reply != nilReply {
+		t.Errorf("the SET NX resent by %s answered %s, want %s (the lock it took itself)", library, reply, nilReply)
 	}
 }
 

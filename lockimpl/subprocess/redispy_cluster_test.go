@@ -1,10 +1,7 @@
 package subprocess_test
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -118,41 +115,5 @@ for line in sys.stdin:
     except Exception as e:
         print("error: %s" % e, flush=True)
 `
-	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", script, lab.key)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(stdout)
-	line := func() string {
-		if !lines.Scan() {
-			t.Fatalf("redis-py script ended: %v", lines.Err())
-		}
-		return lines.Text()
-	}
-	if got := line(); got != "ready" {
-		t.Fatalf("redis-py script said %q, want ready", got)
-	}
-	before := lab.sets(t)
-	reply := lostReply(t, lab, func() string {
-		if _, err := io.WriteString(stdin, "go\n"); err != nil {
-			return err.Error()
-		}
-		return line()
-	})
-	if got := lab.sets(t) - before; got != 2 {
-		t.Errorf("%s executed %d SETs after one SET NX whose reply was lost, on redis-py's defaults; want 2 (the resend)", lab.primary.Name(), got)
-	}
-	if reply != "None" {
-		t.Errorf("the SET NX resent by redis-py answered %s, want None (the lock it took itself)", reply)
-	}
+	sendsTwiceOnDefaults(t, lab, exec.CommandContext(ctx, "/usr/bin/python3", "-c", script, lab.key), "redis-py", "None")
 }
