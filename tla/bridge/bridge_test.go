@@ -88,6 +88,56 @@ func TestSafeConfigKeepsTheData(t *testing.T) {
 	}
 }
 
+// LeaseLock_clockjump on a real server under libfaketime: the server's clock jumps past
+// the holder's lease, the successor is granted while the holder still believes (P1), and
+// the jump is the trace's, at the trace's time after the holder's grant.
+func TestClockJumpCounterexampleReproduces(t *testing.T) {
+	t.Parallel()
+	tl := translate(t, "LeaseLock_clockjump")
+	rep, h := runPlan(t, tl.Plan)
+	assertVerdict(t, rep, tl.Breaks, lin.Illegal)
+	jump := tl.Plan.Faults[0]
+	for _, w := range h.Faults {
+		if w.Kind == "server-clock" && (w.Target != jump.Target || w.Offset != jump.Offset.D()) {
+			t.Errorf("server-clock window %+v, want %s's clock %s forward", w, jump.Target, jump.Offset.D())
+		}
+		if w.Kind == "client-pause" && !strings.Contains(w.Detail, "came after") {
+			t.Errorf("pause window %q: the successor's grant did not come while the holder waited", w.Detail)
+		}
+	}
+}
+
+// LeaseLock_drift on a real server: the holder's clock is a tick behind, so its
+// validity check passes after its lease ran out by the server's clock, and the successor
+// is granted while it still believes (P1).
+func TestDriftCounterexampleReproduces(t *testing.T) {
+	t.Parallel()
+	tl := translate(t, "LeaseLock_drift")
+	rep, h := runPlan(t, tl.Plan)
+	assertVerdict(t, rep, tl.Breaks, lin.Illegal)
+	for _, w := range h.Faults {
+		if w.Kind == "client-pause" && !strings.Contains(w.Detail, "came after") {
+			t.Errorf("pause window %q: the successor's grant did not come while the holder waited", w.Detail)
+		}
+	}
+	// The holder's write after the successor's grant is the drift's doing: its check passed.
+	var succ int64 = -1
+	for _, op := range h.Ops {
+		if op.Client == tl.Successor && op.Kind == histories.Acquire && op.Outcome == histories.OK && succ < 0 {
+			succ = op.Return
+		}
+	}
+	wrote := false
+	for _, op := range h.Ops {
+		if op.Client == tl.Holder && op.Kind == histories.Write && succ >= 0 && op.Call > succ {
+			wrote = true
+		}
+	}
+	if !wrote {
+		t.Errorf("the holder did not write after the successor's grant: its validity check did not pass by its lagging clock")
+	}
+}
+
 // runPlan runs p on fresh Redis servers and returns the report and the recorded history.
 func runPlan(t *testing.T, p plan.Plan) (runner.Report, histories.History) {
 	t.Helper()

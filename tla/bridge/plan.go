@@ -62,6 +62,12 @@ func Translate(cx *Counterexample) (*Translation, error) {
 	case "Redlock":
 		return translateRedlock(cx)
 	}
+	if hasJump(cx.Trace) {
+		return translateJump(cx)
+	}
+	if drift, err := cx.Config.Int("MaxDrift"); err == nil && drift > 0 {
+		return translateDrift(cx)
+	}
 	tr, cfg := cx.Trace, cx.Config
 	prop, ok := properties[tr.Invariant]
 	if !ok {

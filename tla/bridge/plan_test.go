@@ -131,24 +131,38 @@ func TestTranslateFailover(t *testing.T) {
 	}
 }
 
-// The counterexamples whose schedule has no real counterpart are refused with the file
-// and the event.
-
-func TestTranslateRefuses(t *testing.T) {
-	cases := []struct{ config, event, reason string }{
-		{"LeaseLock_clockjump", `<<"server-clock-jump", 2>>`, "server-clock fault"},
-		{"LeaseLock_drift", `<<"tick", 3>>`, "slow client clock"},
+// TestTranslateClockJump: LeaseLock_clockjump becomes the server's clock jumping the
+// trace's ticks at the trace's time after the holder's grant, and the holder waiting
+// before its write until the successor's grant.
+func TestTranslateClockJump(t *testing.T) {
+	tl := translate(t, "LeaseLock_clockjump")
+	p := tl.Plan
+	if tl.Breaks != lin.P1 || p.Impl != "fenced" || p.Topology != "single" || p.ServerClock != "faketime" || tl.Holder != 0 || tl.Successor != 1 || len(p.Faults) != 2 {
+		t.Fatalf("breaks %s, impl %s on %s, server clock %q, holder %d, successor %d, faults %+v", tl.Breaks, p.Impl, p.Topology, p.ServerClock, tl.Holder, tl.Successor, p.Faults)
 	}
-	for _, c := range cases {
-		t.Run(c.config, func(t *testing.T) {
-			path := filepath.Join(testdata, c.config+".trace")
-			cx, err := Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Translate(cx)
-			checkMapError(t, err, path, c.event, c.reason)
-		})
+	jump, pause := p.Faults[0], p.Faults[1]
+	if jump.Kind != "server-clock" || jump.Trigger != "client:0@acquire:granted" || jump.At.D() != time.Second || jump.Offset.D() != 2*time.Second || p.TTL.D() != 3*time.Second {
+		t.Errorf("jump %+v with ttl %s; want lock-0's clock 2s forward 1s after client 0's grant, ttl 3s", jump, p.TTL.D())
+	}
+	if pause.Kind != "client-pause" || pause.Until != "client:1@acquire:granted" || pause.Point != workload.BeforeWrite {
+		t.Errorf("pause %+v; want client 0 held before its write until client 1's grant", pause)
+	}
+}
+
+// TestTranslateDrift: LeaseLock_drift becomes the holder's clock set back by the trace's
+// lag at its grant, and the holder waiting after its grant until the successor's.
+func TestTranslateDrift(t *testing.T) {
+	tl := translate(t, "LeaseLock_drift")
+	p := tl.Plan
+	if tl.Breaks != lin.P1 || p.Impl != "fenced" || p.Careless || tl.Holder != 0 || tl.Successor != 1 || len(p.Faults) != 2 || p.TTL.D() != 3*time.Second {
+		t.Fatalf("breaks %s, impl %s, careless %v, holder %d, successor %d, ttl %s, faults %+v", tl.Breaks, p.Impl, p.Careless, tl.Holder, tl.Successor, p.TTL.D(), p.Faults)
+	}
+	clock, pause := p.Faults[0], p.Faults[1]
+	if clock.Kind != "client-clock" || clock.Target != "client:0" || clock.Trigger != "client:0@acquire:granted" || clock.Offset.D() != -time.Second {
+		t.Errorf("clock %+v; want client 0's clock set back 1s at its grant", clock)
+	}
+	if pause.Kind != "client-pause" || pause.Point != workload.AfterAcquire || pause.Until != "client:1@acquire:granted" || pause.Duration.D() <= p.TTL.D() {
+		t.Errorf("pause %+v; want client 0 held after its grant until client 1's, longer than the ttl at most", pause)
 	}
 }
 
