@@ -146,7 +146,7 @@ func SeedFor(seed int64, i int) int {
 
 // PlanAt is plan i of the campaign: the generator's example for SeedFor(seed, i), named.
 func PlanAt(gen *rapid.Generator[plan.Plan], seed int64, i int) plan.Plan {
-	return named(gen.Example(SeedFor(seed, i)), seed, i)
+	return named(rapidshrink.Example(gen, SeedFor(seed, i)), seed, i)
 }
 
 func named(p plan.Plan, seed int64, i int) plan.Plan {

@@ -16,9 +16,18 @@ import (
 	"pgregory.net/rapid"
 )
 
-// flagsMu serialises shrinks: rapid's flags are process-wide state, so the lock that
-// guards them must be too.
-var flagsMu sync.Mutex
+// flagsMu serialises shrinks, and keeps draws (Example) out of them: rapid's flags are
+// process-wide state, so the lock that guards them must be too. A draw reads them
+// (rapid's Example looks at its seed flag even when given a seed).
+var flagsMu sync.RWMutex
+
+// Example is gen.Example(seed), kept out of a shrink's change of rapid's flags: a
+// campaign draws plans while another search of the same process shrinks.
+func Example[T any](gen *rapid.Generator[T], seed int) T {
+	flagsMu.RLock()
+	defer flagsMu.RUnlock()
+	return gen.Example(seed)
+}
 
 // Shrink runs rapid.Check on gen with seed, whose first draw is gen.Example(seed), with a
 // property that fails when fails says so, and lets rapid shrink the draws of a failure
