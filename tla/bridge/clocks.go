@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
@@ -38,15 +39,7 @@ func translateJump(cx *Counterexample) (*Translation, error) {
 	if err != nil {
 		return nil, err
 	}
-	ttl, err := cfg.Int("TTL")
-	if err != nil {
-		return nil, err
-	}
-	careful, err := cfg.Bool("Careful")
-	if err != nil {
-		return nil, err
-	}
-	fencing, err := cfg.Str("Fencing")
+	lc, err := readLeaseConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +74,7 @@ func translateJump(cx *Counterexample) (*Translation, error) {
 				return nil, unmappable(ev, "the jump %q is not a positive number of ticks", ev.Arg(0))
 			}
 			for k, at := range acquiredAt { // the holder: its lease expires by the server's clock
-				if at+ttl <= now+jump && (holder < 0 || k < holder) {
+				if at+lc.ttl <= now+jump && (holder < 0 || k < holder) {
 					holder = k
 				}
 			}
@@ -94,33 +87,20 @@ func translateJump(cx *Counterexample) (*Translation, error) {
 	if successor < 0 {
 		return nil, fmt.Errorf("%s: no other client acquires after the server's clock jumps: no second holder to replay", tr.File)
 	}
-	if _, err := workload.ParseFencing(fencing); err != nil {
-		return nil, fmt.Errorf("%s: constant Fencing: %w", cfg.File, err)
-	}
 
-	at, lease := time.Duration(jumpAt)*jumpTick, time.Duration(ttl)*jumpTick
+	at, lease := time.Duration(jumpAt)*jumpTick, time.Duration(lc.ttl)*jumpTick
 	duration := at + 2*jumpTick
 	h, s := fmt.Sprintf("client:%d", holder), fmt.Sprintf("client:%d", successor)
-	p := plan.Default()
-	p.Name = tr.Config
-	p.Impl, p.Topology, p.Clients, p.Keys = "fenced", "single", len(clients), 1
-	p.TTL, p.Work, p.Think, p.Retry = plan.D(lease), plan.D(planThink), plan.D(planThink), plan.D(planRetry)
-	p.Duration, p.Fencing, p.Careless, p.Seed, p.ServerClock = plan.D(duration), fencing, !careful, 1, "faketime"
-	p.Faults = []plan.FaultSpec{
+	faults := []plan.FaultSpec{
 		{Kind: "server-clock", Target: "lock-0", Trigger: h + "@" + lockimpl.StepGranted, At: plan.D(at),
 			Duration: plan.D(2 * duration), Offset: plan.D(time.Duration(jump) * jumpTick)},
 		{Kind: "client-pause", Target: h, Trigger: h + "@" + lockimpl.StepGranted, Point: workload.BeforeWrite,
 			Duration: plan.D(lease - planThink), Until: s + "@" + lockimpl.StepGranted},
 	}
-	p.Description = fmt.Sprintf("Replays the TLC counterexample %s (%s violated, trace %s), a tick being %s. Client %d is %s, client %d is %s. "+
-		"%s is granted a %s lease; %s later the server's clock jumps %s forward (libfaketime), which expires the key while %s's own clock says it is valid, "+
+	story := fmt.Sprintf("%s is granted a %s lease; %s later the server's clock jumps %s forward (libfaketime), which expires the key while %s's own clock says it is valid, "+
 		"and %s is granted the lock; %s waits before its write until then.",
-		tr.Config, tr.Invariant, filepath.Base(tr.File), jumpTick, holder, clients[holder], successor, clients[successor],
 		clients[holder], lease, at, time.Duration(jump)*jumpTick, clients[holder], clients[successor], clients[holder])
-	if err := p.Validate(locks.All()); err != nil {
-		return nil, fmt.Errorf("%s: translated plan: %w", tr.File, err)
-	}
-	return &Translation{Plan: p, Breaks: prop, Holder: holder, Successor: successor}, nil
+	return clockTranslation(cx, prop, lc, clients, holder, successor, duration, "faketime", faults, story)
 }
 
 // clkEntry reads one client's value of the trace's clk function: (c1 :> 2 @@ c2 :> 2).
@@ -138,11 +118,7 @@ func translateDrift(cx *Counterexample) (*Translation, error) {
 	if err != nil {
 		return nil, err
 	}
-	ttl, err := cfg.Int("TTL")
-	if err != nil {
-		return nil, err
-	}
-	fencing, err := cfg.Str("Fencing")
+	lc, err := readLeaseConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +141,7 @@ func translateDrift(cx *Counterexample) (*Translation, error) {
 				return nil, unmappable(ev, "%q is not one of the clients %v", ev.Arg(0), clients)
 			}
 			for k, at := range acquiredAt {
-				if k != c && at+ttl <= now && holder < 0 {
+				if k != c && at+lc.ttl <= now && holder < 0 {
 					holder, successor, held = k, c, now-at
 				}
 			}
@@ -186,28 +162,60 @@ func translateDrift(cx *Counterexample) (*Translation, error) {
 	if holder < 0 {
 		return nil, fmt.Errorf("%s: no client acquires while another's lease has run out: no drift to replay", tr.File)
 	}
-	if _, err := workload.ParseFencing(fencing); err != nil {
-		return nil, fmt.Errorf("%s: constant Fencing: %w", cfg.File, err)
-	}
 
-	lease, back := time.Duration(ttl)*jumpTick, time.Duration(lag)*jumpTick
+	lease, back := time.Duration(lc.ttl)*jumpTick, time.Duration(lag)*jumpTick
 	duration := time.Duration(held)*jumpTick + 2*jumpTick
 	h, s := fmt.Sprintf("client:%d", holder), fmt.Sprintf("client:%d", successor)
-	p := plan.Default()
-	p.Name = tr.Config
-	p.Impl, p.Topology, p.Clients, p.Keys = "fenced", "single", len(clients), 1
-	p.TTL, p.Work, p.Think, p.Retry = plan.D(lease), plan.D(planThink), plan.D(planThink), plan.D(planRetry)
-	p.Duration, p.Fencing, p.Careless, p.Seed = plan.D(duration), fencing, false, 1
-	p.Faults = []plan.FaultSpec{
+	faults := []plan.FaultSpec{
 		{Kind: "client-clock", Target: h, Trigger: h + "@" + lockimpl.StepGranted, Duration: plan.D(2 * duration), Offset: plan.D(-back)},
 		{Kind: "client-pause", Target: h, Trigger: h + "@" + lockimpl.StepGranted, Point: workload.AfterAcquire,
 			Duration: plan.D(lease + back - jumpTick/2), Until: s + "@" + lockimpl.StepGranted},
 	}
-	p.Description = fmt.Sprintf("Replays the TLC counterexample %s (%s violated, trace %s), a tick being %s. Client %d is %s, client %d is %s. "+
-		"%s is granted a %s lease and its clock falls %s behind; it waits after its grant until %s is granted once the lease ran out by the server's clock, "+
-		"and its validity check still passes by its own.",
-		tr.Config, tr.Invariant, filepath.Base(tr.File), jumpTick, holder, clients[holder], successor, clients[successor],
-		clients[holder], lease, back, clients[successor])
+	story := fmt.Sprintf("%s is granted a %s lease and its clock falls %s behind; it waits after its grant until %s is granted once the lease ran out by the server's clock, "+
+		"and its validity check still passes by its own.", clients[holder], lease, back, clients[successor])
+	return clockTranslation(cx, prop, lc, clients, holder, successor, duration, "", faults, story)
+}
+
+// leaseConfig is what a LeaseLock translation reads of its config: the TTL in ticks,
+// whether clients check their validity, and the fencing mode (checked).
+type leaseConfig struct {
+	ttl     int
+	careful bool
+	fencing string
+}
+
+func readLeaseConfig(cfg *Config) (leaseConfig, error) {
+	var lc leaseConfig
+	var err error
+	if lc.ttl, err = cfg.Int("TTL"); err != nil {
+		return lc, err
+	}
+	if lc.careful, err = cfg.Bool("Careful"); err != nil {
+		return lc, err
+	}
+	if lc.fencing, err = cfg.Str("Fencing"); err != nil {
+		return lc, err
+	}
+	if _, err := workload.ParseFencing(lc.fencing); err != nil {
+		return lc, fmt.Errorf("%s: constant Fencing: %w", cfg.File, err)
+	}
+	return lc, nil
+}
+
+// clockTranslation is the plan both clock stories replay on: fenced on one server (its
+// wall clock serverClock), a lease of the trace's ticks, the config's fencing and
+// validity checks, and the story's faults, told in story.
+func clockTranslation(cx *Counterexample, prop linearizability.Property, lc leaseConfig, clients []string, holder, successor int,
+	duration time.Duration, serverClock string, faults []plan.FaultSpec, story string) (*Translation, error) {
+	tr := cx.Trace
+	p := plan.Default()
+	p.Name = tr.Config
+	p.Impl, p.Topology, p.Clients, p.Keys = "fenced", "single", len(clients), 1
+	p.TTL, p.Work, p.Think, p.Retry = plan.D(time.Duration(lc.ttl)*jumpTick), plan.D(planThink), plan.D(planThink), plan.D(planRetry)
+	p.Duration, p.Fencing, p.Careless, p.Seed, p.ServerClock = plan.D(duration), lc.fencing, !lc.careful, 1, serverClock
+	p.Faults = faults
+	p.Description = fmt.Sprintf("Replays the TLC counterexample %s (%s violated, trace %s), a tick being %s. Client %d is %s, client %d is %s. %s",
+		tr.Config, tr.Invariant, filepath.Base(tr.File), jumpTick, holder, clients[holder], successor, clients[successor], story)
 	if err := p.Validate(locks.All()); err != nil {
 		return nil, fmt.Errorf("%s: translated plan: %w", tr.File, err)
 	}

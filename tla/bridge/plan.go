@@ -68,23 +68,12 @@ func Translate(cx *Counterexample) (*Translation, error) {
 	if drift, err := cx.Config.Int("MaxDrift"); err == nil && drift > 0 {
 		return translateDrift(cx)
 	}
-	tr, cfg := cx.Trace, cx.Config
+	tr := cx.Trace
 	prop, ok := properties[tr.Invariant]
 	if !ok {
 		return nil, fmt.Errorf("%s: invariant %s has no locklab property (known: MutualExclusion, StoreSafety, FenceMonotonic)", tr.File, tr.Invariant)
 	}
 	s, err := readStory(cx)
-	if err != nil {
-		return nil, err
-	}
-	fencing, err := cfg.Str("Fencing")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := workload.ParseFencing(fencing); err != nil {
-		return nil, fmt.Errorf("%s: constant Fencing: %w", cfg.File, err)
-	}
-	careful, err := cfg.Bool("Careful")
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +86,7 @@ func Translate(cx *Counterexample) (*Translation, error) {
 	p.Name = tr.Config
 	p.Impl, p.Topology, p.Clients, p.Keys = "fenced", "single", len(s.clients), 1
 	p.TTL, p.Work, p.Think, p.Retry = plan.D(planTTL), plan.D(t.work), plan.D(planThink), plan.D(planRetry)
-	p.Duration, p.Fencing, p.Careless, p.Seed = plan.D(t.duration), fencing, !careful, 1
+	p.Duration, p.Fencing, p.Careless, p.Seed = plan.D(t.duration), s.lease.fencing, !s.lease.careful, 1
 	holder := fmt.Sprintf("client:%d", s.holder)
 	if s.stall == pauseStall {
 		// The trigger arms the pause at the holder's first grant, so it strikes that

@@ -64,6 +64,7 @@ type succStep struct {
 // step, when the trace gets to it, falls at some place in the successor's critical section.
 type story struct {
 	clients   []string // model values in the order of the Clients constant: client i is clients[i]
+	lease     leaseConfig
 	holder    int
 	successor int
 	stall     stallKind
@@ -109,14 +110,11 @@ func readStory(cx *Counterexample) (*story, error) {
 	if err != nil {
 		return nil, err
 	}
-	ttl, err := cfg.Int("TTL")
+	lc, err := readLeaseConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	careful, err := cfg.Bool("Careful")
-	if err != nil {
-		return nil, err
-	}
+	ttl, careful := lc.ttl, lc.careful
 	index := map[string]int{}
 	for i, c := range clients {
 		index[c] = i
@@ -125,7 +123,7 @@ func readStory(cx *Counterexample) (*story, error) {
 	paused := make([]bool, len(clients))
 	expiry := make([]int, len(clients)) // model time at which each client's lease runs out
 	now := 0
-	s := &story{clients: clients, holder: -1, successor: -1}
+	s := &story{clients: clients, lease: lc, holder: -1, successor: -1}
 	for i, st := range tr.States {
 		ev := st.Event
 		isClient, known := leaseLockEvents[ev.Name]
