@@ -60,6 +60,11 @@ func advise(prop lin.Property, f Family, p plan.Plan) string {
 			return "The lock stayed taken long after every lease should have ended: make sure no lease is renewed by a client that is not running its critical section."
 		}
 		return "A free lock was refused or a lease outlived its TTL: every grant needs an expiry, and a refused acquire must be retried only after the holder's lease can have ended."
+	case lin.P6:
+		if kinds["partition"] || kinds["failover"] {
+			return "Two servers answered for the same lock: a cut-off or demoted primary still took the holder's extend or release while the promoted one had granted the lock to another. Only a lock service that cannot answer from a minority (a consensus store such as etcd) keeps its answers consistent; fence the resource meanwhile."
+		}
+		return "The lock answered ok to an extend or release after another client had been granted it, so its holder cannot learn that its lease was lost: extend and release only if the key still holds the caller's token, in one atomic step on the server (a Lua script comparing the value before PEXPIRE or DEL; in etcd, a delete guarded by the key's create revision), report a lost lease as such, and end the critical section when an extend is refused."
 	case lin.P4:
 		return "A lock does not make a job run once: write an idempotency record (the job's id) atomically with the side effect and skip a job already recorded, or hold the lock until the queue has the acknowledgement."
 	case lin.P5:

@@ -69,14 +69,17 @@ func Classes(reg *lockimpl.Registry) []Class {
 		{ID: "ttl-too-short", Description: "critical section longer than the TTL, no fault at all", Space: Space{Impls: []string{"setnx"}, Faults: []string{NoFaults}}, Detect: p1p2, Scenarios: []string{"ttl-too-short"}},
 	}
 	// A mutant's bug is in the lock; faults only open the windows it needs.
-	// docs/design.md's "needs" column says which: unsafe-release a pause (one, so that
-	// the correct lock's expectations can tell whose doing a violation is), no-expiry a
+	// docs/design.md's "needs" column says which: unsafe-release and unsafe-extend a pause
+	// (one, so that the correct lock's expectations can tell whose doing a violation is),
+	// no-expiry a
 	// crash; check-then-set only contention.
 	mutant := func(impl string, kinds []string, maxFaults int) Space {
 		return Space{Impls: []string{impl}, Faults: kinds, MaxFaults: maxFaults, Calm: true}
 	}
 	mutants := map[string]Class{
 		"unsafe-release": {Description: "release deletes someone else's lock", Detect: []lin.Property{lin.P1}, Counterpart: "setnx", Scenarios: []string{"unsafe-release"},
+			Space: Space{Faults: []string{"client-pause"}, MinFaults: 1, MaxFaults: 1}},
+		"unsafe-extend": {Description: "extend renews whoever holds the lock now and answers ok", Detect: []lin.Property{lin.P6}, Counterpart: "setnx", Scenarios: []string{"late-extend"},
 			Space: Space{Faults: []string{"client-pause"}, MinFaults: 1, MaxFaults: 1}},
 		"no-expiry": {Description: "SETNX then EXPIRE, crash in between: the lock is never freed", Detect: []lin.Property{lin.L1}, Counterpart: "setnx", Scenarios: []string{"no-expiry"},
 			Space: Space{Faults: []string{"client-crash"}, MinFaults: 1}},

@@ -70,4 +70,11 @@ func TestClassesCoverTheCatalog(t *testing.T) {
 	if got := c.Detects(p, []lin.Property{lin.P1}); len(got) != 0 {
 		t.Errorf("check-then-set with a pause before the write: detects %v", got)
 	}
+	// unsafe-extend under a pause before its extend: P1 breaks for setnx too, P6 does not.
+	c, _ = ClassByID(reg, "unsafe-extend")
+	p.Impl, p.Extend = "unsafe-extend", 1
+	p.Faults[0].Point = "before-extend"
+	if got := c.Detects(p, []lin.Property{lin.P1, lin.P2, lin.P6}); !slices.Equal(got, []lin.Property{lin.P6}) {
+		t.Errorf("unsafe-extend with a pause before its extend: detects %v, want P6 alone", got)
+	}
 }

@@ -65,13 +65,18 @@ func (c *clientGate) Inject(_ context.Context, env *Env) error {
 	}
 	g := gates.Gate{Client: client, Point: point, Crash: c.crash, Stall: c.spec.Duration, World: c.spec.Mode == PauseProcess}
 	if c.spec.Until != "" {
-		// The pause ends when the other client gets there: a gate of its own closes until.
+		// The pause ends when the other client gets there after the pause began: a gate
+		// of its own, armed as the stall begins, closes until.
 		uc, up, err := ParseTrigger(c.spec.Until, env.Clients)
 		if err != nil {
 			return fmt.Errorf("until: %w", err)
 		}
-		until, once := make(chan struct{}), sync.Once{}
-		env.Gates.AddTrigger(uc, up, func(context.Context) { once.Do(func() { close(until) }) })
+		gs := env.Gates
+		until := func() <-chan struct{} {
+			ch, once := make(chan struct{}), sync.Once{}
+			gs.AddTrigger(uc, up, func(context.Context) { once.Do(func() { close(ch) }) })
+			return ch
+		}
 		who := "any client's"
 		if uc >= 0 {
 			who = fmt.Sprintf("client %d's", uc)

@@ -69,7 +69,7 @@ func LimitMemory(h histories.History) int64 {
 	return limit
 }
 
-// Check checks h against P1, P2, P3, L1, and P4 and P5 when it has job operations. The store's rule comes from h.Meta.Fencing,
+// Check checks h against P1, P2, P3, L1, P6, and P4 and P5 when it has job operations. The store's rule comes from h.Meta.Fencing,
 // which must be off, writes or full. An invalid history is an error and no result; a
 // visualisation that cannot be written is an error returned with the complete result.
 func Check(h histories.History, opts Options) (Result, error) {
@@ -91,7 +91,7 @@ func Check(h histories.History, opts Options) (Result, error) {
 	c := newChecker(h, mode, opts)
 	// In the order of AllProperties.
 	searched := c.searchAll(c.searches())
-	res := Result{Fencing: string(mode), Properties: append(searched, c.progress(), checkAtMostOnce(h), checkAtLeastOnce(h))}
+	res := Result{Fencing: string(mode), Properties: append(searched, c.progress(), checkAtMostOnce(h), checkAtLeastOnce(h), checkAnswers(h))}
 	res.Verdict = overall(res.Properties)
 	if opts.HTMLPath != "" {
 		omitted, err := c.writeHTML(opts.HTMLPath, res)

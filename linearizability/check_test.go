@@ -164,13 +164,13 @@ func TestResultJSONAndString(t *testing.T) {
 	}
 
 	lines := strings.Split(strings.TrimSuffix(res.String(), "\n"), "\n")
-	if len(lines) != 7 {
-		t.Fatalf("String() has %d lines, want a header and 6 properties:\n%s", len(lines), res)
+	if len(lines) != 1+len(AllProperties()) {
+		t.Fatalf("String() has %d lines, want a header and %d properties:\n%s", len(lines), len(AllProperties()), res)
 	}
 	if lines[0] != "illegal (fencing off)" {
 		t.Errorf("header = %q", lines[0])
 	}
-	for i, p := range []string{"P1  illegal", "P2  illegal", "P3  ok", "L1  ok", "P4  n/a", "P5  n/a"} {
+	for i, p := range []string{"P1  illegal", "P2  illegal", "P3  ok", "L1  ok", "P4  n/a", "P5  n/a", "P6  ok"} {
 		if !strings.HasPrefix(strings.TrimSpace(lines[i+1]), p) {
 			t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i+1], p)
 		}

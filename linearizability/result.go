@@ -17,10 +17,11 @@ const (
 	L1 Property = "L1" // progress (checked directly on the history)
 	P4 Property = "P4" // at most once: no job's side effect twice (job-queue workload, on the ledger)
 	P5 Property = "P5" // at least once: every enqueued job's side effect by the end (job-queue workload)
+	P6 Property = "P6" // honest answers: no extend or release ok after another process's grant (on the history)
 )
 
 // AllProperties lists the properties in report order, the order of Result.Properties.
-func AllProperties() []Property { return []Property{P1, P2, P3, L1, P4, P5} }
+func AllProperties() []Property { return []Property{P1, P2, P3, L1, P4, P5, P6} }
 
 // JoinProperties is ps as text, "P1,P2" with sep ",".
 func JoinProperties(ps []Property, sep string) string {
@@ -46,6 +47,8 @@ func (p Property) Name() string {
 		return "at most once"
 	case P5:
 		return "at least once"
+	case P6:
+		return "honest answers"
 	}
 	return string(p)
 }

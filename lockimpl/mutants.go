@@ -30,6 +30,15 @@ func newUnsafeRelease(cfg Config) (Locker, error) {
 	return newRedisLock("unsafe-release", cfg, false, acquireSetNX, releaseUnchecked)
 }
 
+func newUnsafeExtend(cfg Config) (Locker, error) {
+	l, err := newRedisLock("unsafe-extend", cfg, false, acquireSetNX, releaseChecked)
+	if err != nil {
+		return nil, err
+	}
+	l.extend = extendUnchecked
+	return l, nil
+}
+
 // acquireCheckThenSet: GET, then an unconditional SET. Bug: two clients can both see the
 // lock free before either sets it, and both acquire.
 func acquireCheckThenSet(ctx context.Context, l *redisLock, c commander, key, token string, ttl time.Duration) (int64, error) {
@@ -73,4 +82,10 @@ func releaseUnchecked(ctx context.Context, l *redisLock, lease Lease) error {
 		return ErrNotHeld
 	}
 	return nil
+}
+
+// extendUnchecked: a plain PEXPIRE. Bug: a holder whose lease expired renews the lock of
+// whoever acquired it since, is told it still holds it, and goes on to write.
+func extendUnchecked(ctx context.Context, _ *redisLock, c commander, lease Lease, ttl time.Duration) (int64, error) {
+	return c.Do(ctx, "PEXPIRE", lease.Key, ttl.Milliseconds()).Int64()
 }

@@ -43,7 +43,7 @@ type acquireFunc func(ctx context.Context, l *redisLock, c commander, key, token
 type releaseFunc func(ctx context.Context, l *redisLock, lease Lease) error
 
 // redisLock is the single-instance lock all implementations here share: the correct ones
-// and the mutants differ only in their acquire and release steps.
+// and the mutants differ only in their acquire, release and extend steps.
 type redisLock struct {
 	name   string
 	client lockClient
@@ -55,14 +55,20 @@ type redisLock struct {
 	step       StepFunc
 	acquire    acquireFunc
 	release    releaseFunc
+	extend     func(ctx context.Context, l *redisLock, c commander, lease Lease, ttl time.Duration) (int64, error) // 1 renewed, 0 not ours
 	scripts    scripts
 	wait       Wait // Replicas 0: no WAIT
 }
 
 var _ Locker = (*redisLock)(nil)
 
-// newRedisLock builds a lock from its two pluggable steps; waits says whether it takes
-// cfg.Wait.
+// extendChecked resets the expiry only if the lock is still ours (extendSrc).
+func extendChecked(ctx context.Context, l *redisLock, c commander, lease Lease, ttl time.Duration) (int64, error) {
+	return l.scripts.extend.Run(ctx, c, []string{lease.Key}, lease.Token, ttl.Milliseconds()).Int64()
+}
+
+// newRedisLock builds a lock from its two pluggable steps (a mutant may swap the
+// extend too); waits says whether it takes cfg.Wait.
 func newRedisLock(name string, cfg Config, waits bool, acquire acquireFunc, release releaseFunc) (*redisLock, error) {
 	cfg = cfg.WithDefaults()
 	if cfg.Wait.Replicas > 0 && !waits {
@@ -77,6 +83,7 @@ func newRedisLock(name string, cfg Config, waits bool, acquire acquireFunc, rele
 		step:    cfg.Step,
 		acquire: acquire,
 		release: release,
+		extend:  extendChecked,
 		scripts: newScripts(),
 		wait:    cfg.Wait,
 		cluster: cfg.Cluster,
@@ -159,7 +166,7 @@ func (l *redisLock) Extend(ctx context.Context, lease Lease, ttl time.Duration) 
 		defer conn.Close()
 		c = conn
 	}
-	n, err := l.scripts.extend.Run(ctx, c, []string{lease.Key}, lease.Token, ttl.Milliseconds()).Int64()
+	n, err := l.extend(ctx, l, c, lease, ttl)
 	switch {
 	case err != nil:
 		return Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, err)

@@ -444,13 +444,16 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 	return r, nil
 }
 
-// Points are where p's clients can be struck with impl: the workload's points and the
-// lock's steps, and with WAIT an in-process lock's step before it (lockimpl.StepWaiting;
+// Points are where p's clients can be struck with impl: the workload's points (with
+// before-extend when its sections extend and impl can), the lock's steps, and with WAIT an in-process lock's step before it (lockimpl.StepWaiting;
 // a client process's steps are its own).
 func (p Plan) Points(impl lockimpl.Impl) []string {
 	points := workload.Points()
 	if p.Workload == WorkloadJobs {
 		points = workload.JobPoints()
+	}
+	if p.Workload != WorkloadJobs && p.Extend > 0 && !impl.NoExtend {
+		points = append(points, workload.BeforeExtend) // reached only by a section that extends
 	}
 	points = append(points, impl.Steps...)
 	if p.WaitReplicas > 0 && impl.Waits && !impl.Process {

@@ -111,6 +111,20 @@ func TestUnsafeReleaseSafeCounterpart(t *testing.T) {
 	assertFaultsFired(t, rep)
 }
 
+// TestLateExtend: client 0 stalls before its extend until client 1 is granted the lock,
+// so its extend comes after another grant by construction. Every lock breaks P1 (client
+// 0 believed through its stall); a correct lock refuses the extend, so its data and its
+// answers are safe, while unsafe-extend renews client 1's lease, answers ok, and client
+// 0's stale write loses client 1's update.
+func TestLateExtend(t *testing.T) {
+	runImplCases(t, "late-extend", []implCase{
+		{"unsafe-extend", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.Illegal, lin.P6: lin.Illegal, lin.L1: lin.OK}},
+		{"setnx", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P6: lin.OK, lin.L1: lin.OK}},
+		{"redislock", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P6: lin.OK, lin.L1: lin.OK}},
+		{"redis-py", "off", verdicts{lin.P1: lin.Illegal, lin.P2: lin.OK, lin.P6: lin.OK, lin.L1: lin.OK}},
+	})
+}
+
 func TestNoExpiryIsCaught(t *testing.T) {
 	t.Parallel()
 	rep := runPlan(t, nil, scenario(t, "no-expiry", nil))

@@ -25,8 +25,12 @@ import (
 // implementations add their own between commands (lockimpl.StepFunc).
 const (
 	AfterAcquire = "after-acquire" // the grant has arrived, nothing checked yet
-	BeforeWrite  = "before-write"  // after the validity check, right before the write: Kleppmann's pause
-	InRelease    = "in-release"    // the release has been issued but not yet sent
+	// BeforeExtend is halfway through the work, right before the extend, in a critical
+	// section that extends (Config.Extend): a pause here makes the extend late, the
+	// case a lock must refuse once another client was granted the lock (P6).
+	BeforeExtend = "before-extend"
+	BeforeWrite  = "before-write" // after the validity check, right before the write: Kleppmann's pause
+	InRelease    = "in-release"   // the release has been issued but not yet sent
 	// BeforeAck is a job-queue worker's point after the job ran (and its lock was
 	// released, unless Jobs.ReleaseAfterAck holds it until the ack), right before it
 	// acknowledges the job.
@@ -438,6 +442,9 @@ func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed boo
 	}
 	if c.cfg.Extend > 0 && !c.noExtend && c.rng.Float64() < c.cfg.Extend {
 		c.sleep(ctx, c.cfg.Work/2)
+		if c.hook(ctx, key, BeforeExtend) {
+			return true
+		}
 		if ctx.Err() != nil {
 			return false
 		}

@@ -77,7 +77,7 @@ func faultSide(f plan.FaultSpec) string {
 // matches. They are deliberately few: where a fault could break a property through
 // timing the models do not bound, no rule claims it.
 func Rules() []Rule {
-	all := []lin.Property{lin.P1, lin.P2, lin.P3, lin.L1}
+	all := []lin.Property{lin.P1, lin.P2, lin.P3, lin.L1, lin.P6}
 	// Faults that cannot make an INCR counter on one server hand out a fence twice: every
 	// kind, except a crash of a lock server that does not fsync every write before
 	// answering (restart-amnesia; aof-everysec is left out although a process crash keeps
@@ -154,7 +154,7 @@ func Rules() []Rule {
 			// the renewal has started; a pause at a lock's own step may fall before it
 			// (watchdog's acquire:granted is a grant delayed past its lease).
 			Name: "renewal-outlives-a-thread-pause", Impls: renewing, Topologies: []string{cluster.Single, cluster.Etcd}, Careful: true,
-			Faults: []FaultMatch{{Kind: "client-pause", Modes: []string{"", faults.PauseClient}, Points: append([]string{""}, workload.Points()...)}},
+			Faults: []FaultMatch{{Kind: "client-pause", Modes: []string{"", faults.PauseClient}, Points: append([]string{"", workload.BeforeExtend}, workload.Points()...)}},
 			Holds:  []lin.Property{lin.P1, lin.P2},
 			Why: "while the holder's process lives its renewal keeps the lease, however long the holder's own steps stall or work, and its careful client's check asks the renewal for the lease as it is now " +
 				"(a stop-the-world pause, mode process, freezes the renewal too and is not claimed)",
@@ -193,6 +193,18 @@ func Rules() []Rule {
 			Name: "full-fencing-consensus", Impls: etcds, Topologies: []string{cluster.Etcd}, Fencings: []string{"full"},
 			Faults: consensusStoreSafe, Holds: []lin.Property{lin.P2},
 			Why: "growing fences checked on every read and write keep the data safe whoever believes what, pauses past the lease included (etcd's revision is the fencing token it gives for free)",
+		},
+		{
+			Name: "honest-answers-one-server", Impls: textbook, Topologies: single,
+			Faults: consensusSafe, Holds: []lin.Property{lin.P6},
+			Why: "their extend and release check the token in one script on the one server that granted the lease: once another client was granted the lock the token is gone, " +
+				"so a late extend or release is refused, whatever paused, slowed, crashed or forgot (a server that forgot the lease has nothing of the holder's left either)",
+		},
+		{
+			Name: "honest-answers-replicated-no-lock-faults", Impls: textbook, Topologies: []string{cluster.Replicated},
+			Faults: clientOrStore, Holds: []lin.Property{lin.P6},
+			Why: "one primary answers every command while no fault touches the lock servers, and its token check refuses a late extend or release " +
+				"(a partition or failover can leave a cut-off primary answering a release of a lease the promoted replica has given to another: split-brain)",
 		},
 		{
 			Name: "progress-client-and-store-faults", Impls: []string{"setnx", "fenced", "redislock", "redis-py", "node-ioredis"}, Topologies: both,

@@ -24,7 +24,7 @@ func props(m map[lin.Property]bool) []lin.Property {
 // TestExpectedTable: the rules say what the models guarantee, no more.
 func TestExpectedTable(t *testing.T) {
 	reg := locks.All()
-	all := []lin.Property{lin.P1, lin.P2, lin.P3, lin.L1}
+	all := []lin.Property{lin.P1, lin.P2, lin.P3, lin.L1, lin.P6}
 	base := func(impl, topo, fencing string, faults ...plan.FaultSpec) plan.Plan {
 		p := plan.Default()
 		p.Impl, p.Topology, p.Fencing, p.Faults = impl, topo, fencing, faults
@@ -47,26 +47,27 @@ func TestExpectedTable(t *testing.T) {
 		{"setnx without faults", base("setnx", "single", "off"), all},
 		{"redlock without faults", base("redlock", "nodes:3", "off"), all},
 		// Progress does not depend on the work: a lease outlived by its work has expired.
-		{"work a third of the ttl", with(base("setnx", "single", "off"), func(p *plan.Plan) { p.Work = plan.D(170 * time.Millisecond) }), []lin.Property{lin.L1}},
-		{"work over the ttl, fencing full", with(base("fenced", "single", "full"), func(p *plan.Plan) { p.Work = plan.D(time.Second) }), []lin.Property{lin.P2, lin.P3, lin.L1}},
+		{"work a third of the ttl", with(base("setnx", "single", "off"), func(p *plan.Plan) { p.Work = plan.D(170 * time.Millisecond) }), []lin.Property{lin.L1, lin.P6}},
+		{"work over the ttl, fencing full", with(base("fenced", "single", "full"), func(p *plan.Plan) { p.Work = plan.D(time.Second) }), []lin.Property{lin.P2, lin.P3, lin.L1, lin.P6}},
 		{"client crash", base("fenced", "single", "off", plan.FaultSpec{Kind: "client-crash", Target: "any", Point: "acquire:granted"}), all},
 		{"client crash on redlock", base("redlock", "nodes:3", "off", plan.FaultSpec{Kind: "client-crash", Target: "any"}), nil},
 		{"pause in release", base("setnx", "single", "off", pause("in-release")), all},
-		{"pause before write, off", base("fenced", "single", "off", pause("before-write")), []lin.Property{lin.P3, lin.L1}},
-		{"pause before write, writes", base("fenced", "single", "writes", pause("before-write")), []lin.Property{lin.P3, lin.L1}},
-		{"pause before write, full", base("fenced", "single", "full", pause("before-write")), []lin.Property{lin.P2, lin.P3, lin.L1}},
-		{"lock crash, no persistence", base("fenced", "single", "full", crashLock), nil},
-		{"lock crash, aof-everysec", with(base("fenced", "single", "full", crashLock), func(p *plan.Plan) { p.Persistence = "aof-everysec" }), nil},
-		{"lock crash, aof-always", with(base("fenced", "single", "full", crashLock), func(p *plan.Plan) { p.Persistence = "aof-always" }), []lin.Property{lin.P2, lin.P3}},
-		{"store crash", base("fenced", "single", "full", plan.FaultSpec{Kind: "server-crash", Target: "store"}), []lin.Property{lin.P3, lin.L1}},
-		{"clock jump, full", base("fenced", "single", "full", plan.FaultSpec{Kind: "server-clock", Target: "lock-0", Offset: plan.D(time.Second), Duration: plan.D(time.Second)}), []lin.Property{lin.P2, lin.P3}},
+		{"pause before write, off", base("fenced", "single", "off", pause("before-write")), []lin.Property{lin.P3, lin.L1, lin.P6}},
+		{"pause before write, writes", base("fenced", "single", "writes", pause("before-write")), []lin.Property{lin.P3, lin.L1, lin.P6}},
+		{"pause before write, full", base("fenced", "single", "full", pause("before-write")), []lin.Property{lin.P2, lin.P3, lin.L1, lin.P6}},
+		// A server that forgot the lease refuses the holder's late extend or release all the same.
+		{"lock crash, no persistence", base("fenced", "single", "full", crashLock), []lin.Property{lin.P6}},
+		{"lock crash, aof-everysec", with(base("fenced", "single", "full", crashLock), func(p *plan.Plan) { p.Persistence = "aof-everysec" }), []lin.Property{lin.P6}},
+		{"lock crash, aof-always", with(base("fenced", "single", "full", crashLock), func(p *plan.Plan) { p.Persistence = "aof-always" }), []lin.Property{lin.P2, lin.P3, lin.P6}},
+		{"store crash", base("fenced", "single", "full", plan.FaultSpec{Kind: "server-crash", Target: "store"}), []lin.Property{lin.P3, lin.L1, lin.P6}},
+		{"clock jump, full", base("fenced", "single", "full", plan.FaultSpec{Kind: "server-clock", Target: "lock-0", Offset: plan.D(time.Second), Duration: plan.D(time.Second)}), []lin.Property{lin.P2, lin.P3, lin.P6}},
 		{"failover", base("fenced", "replicated", "full", plan.FaultSpec{Kind: "failover", Target: "any", Point: "acquire:granted", Duration: plan.D(time.Second)}), nil},
-		{"replicated, store latency", base("fenced", "replicated", "full", storeLatency), []lin.Property{lin.P2, lin.P3, lin.L1}},
+		{"replicated, store latency", base("fenced", "replicated", "full", storeLatency), []lin.Property{lin.P2, lin.P3, lin.L1, lin.P6}},
 		{"replicated, lock latency", base("fenced", "replicated", "full", lockLatency), nil},
-		{"single, store latency", base("setnx", "single", "off", storeLatency), []lin.Property{lin.L1}},
+		{"single, store latency", base("setnx", "single", "off", storeLatency), []lin.Property{lin.L1, lin.P6}},
 		// A client process of its own may receive its grant after the lease: no P1 claim.
-		{"redis-py client crash", base("redis-py", "single", "off", plan.FaultSpec{Kind: "client-crash", Target: "any"}), []lin.Property{lin.P2, lin.P3, lin.L1}},
-		{"node-redlock without faults", base("node-redlock", "nodes:3", "off"), []lin.Property{lin.P2, lin.P3, lin.L1}},
+		{"redis-py client crash", base("redis-py", "single", "off", plan.FaultSpec{Kind: "client-crash", Target: "any"}), []lin.Property{lin.P2, lin.P3, lin.L1, lin.P6}},
+		{"node-redlock without faults", base("node-redlock", "nodes:3", "off"), []lin.Property{lin.P2, lin.P3, lin.L1, lin.P6}},
 		{"node-redlock without faults, careless", with(base("node-redlock", "nodes:3", "off"), func(p *plan.Plan) { p.Careless = true }), []lin.Property{lin.P3, lin.L1}},
 		{"node-redlock, late grant, careful", base("node-redlock", "nodes:3", "off", plan.FaultSpec{Kind: "reply-delay", Target: "client:0", Latency: plan.D(300 * time.Millisecond), Duration: plan.D(time.Second)}), []lin.Property{lin.P2}},
 		{"redislock retrying, client crash", with(base("redislock", "single", "off", plan.FaultSpec{Kind: "client-crash", Target: "any"}), func(p *plan.Plan) {
@@ -105,7 +106,9 @@ func TestExpectedNeverContradictsTheCatalog(t *testing.T) {
 	violates := map[string]map[string][]lin.Property{
 		"pause-past-ttl":       {"*": {lin.P1}, "off": {lin.P2}},
 		"check-then-set":       {"*": {lin.P1}},
-		"unsafe-release":       {"*": {lin.P1}},
+		"unsafe-release":       {"*": {lin.P1, lin.P6}},
+		"late-extend":          {"*": {lin.P1}},
+		"split-brain":          {"*": {lin.P6}},
 		"no-expiry":            {"*": {lin.L1}},
 		"ttl-too-short":        {"*": {lin.P1}, "off": {lin.P2}},
 		"server-pause":         {"*": {lin.P1}},

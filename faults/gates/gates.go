@@ -69,9 +69,10 @@ type Gate struct {
 	Stall   time.Duration
 	World   bool                  // stop the world: the client's whole process stops for the stall
 	Trigger func(context.Context) // set: the gate starts a fault instead of acting itself
-	// Until, when set, ends the stall when it closes (at the latest after Stall); UntilNote
-	// says what it waits for ("client 1's acquire:granted").
-	Until     <-chan struct{}
+	// Until, when set, is called as the stall begins and ends the stall when the channel
+	// it returns closes (at the latest after Stall): what the stall waits for must come
+	// after it began. UntilNote says what that is ("client 1's acquire:granted").
+	Until     func() <-chan struct{}
 	UntilNote string
 	fired     bool
 }
@@ -145,7 +146,7 @@ func (g *Gates) stall(ctx context.Context, w int, detail string, a *Gate) {
 		return
 	}
 	start := time.Now()
-	if AwaitUntil(ctx, a.Until, start.Add(a.Stall)) {
+	if AwaitUntil(ctx, a.Until(), start.Add(a.Stall)) {
 		g.rec.FaultDetail(w, fmt.Sprintf("%s, until %s: came after %s", detail, a.UntilNote, time.Since(start).Round(time.Millisecond)))
 	} else {
 		g.rec.FaultDetail(w, fmt.Sprintf("%s, until %s: it did not come", detail, a.UntilNote))
