@@ -13,7 +13,8 @@ import (
 // TestEtcdRow runs the etcd row of the matrix: etcd's lock out of process on a 3-member
 // cluster under every catalog scenario that applies, and in process under the thread
 // pause. With fencing full the data and the fences are safe everywhere; a stop-the-world
-// pause past the lease still breaks mutual exclusion (Jepsen's etcd 3.4.3 finding); a
+// pause past the lease still breaks mutual exclusion (Jepsen's etcd 3.4.3 finding), and
+// the holder's release of the lost lease is answered ok (P6); a
 // thread pause does not (the session renews the lease); a member's crash and restart
 // breaks no safety property, nor does cutting the leader off; and where a Redis fault
 // has no etcd counterpart the cell says why.
@@ -55,8 +56,12 @@ func TestEtcdRow(t *testing.T) {
 		}
 		return c
 	}
+	// P6 may break too: the holder's Unlock after its lease expired in the pause deletes
+	// its own key by name, which the server had deleted already, and answers nil (the
+	// library cannot tell its caller that the lease was lost: lockimpl/libs/etcd.go's
+	// table), unless its session noticed the lost lease first.
 	for fencing, want := range map[string]string{"off": "P1 1/1 · P2 1/1", "full": "P1 1/1"} {
-		if got := cell("stop-the-world", fencing).Summary(); got != want {
+		if got := strings.TrimSuffix(cell("stop-the-world", fencing).Summary(), " · P6 1/1"); got != want {
 			t.Errorf("stop-the-world × etcd-process × %s shows %q, want %q", fencing, got, want)
 		}
 	}

@@ -73,8 +73,8 @@ func splitRow(line string) []string {
 // violated matches a cell's "P1 3/3" entries; undecided its "P1 ?1/3" ones (alone or
 // after a count of violations: "P1 1/3 ?1/3").
 var (
-	violated  = regexp.MustCompile(`\b(P[1-5]|L1) [1-9][0-9]*/[0-9]+`)
-	undecided = regexp.MustCompile(`\b(P[1-5]|L1) (?:[0-9]+/[0-9]+ )?\?[0-9]+/[0-9]+`)
+	violated  = regexp.MustCompile(`\b(P[1-6]|L1) [1-9][0-9]*/[0-9]+`)
+	undecided = regexp.MustCompile(`\b(P[1-6]|L1) (?:[0-9]+/[0-9]+ )?\?[0-9]+/[0-9]+`)
 )
 
 // cellVerdicts reads a published cell: per property, lin.Illegal when a run violated
@@ -93,7 +93,7 @@ func cellVerdicts(cell string, impl lockimpl.Impl) map[lin.Property]lin.Verdict 
 	for _, m := range violated.FindAllStringSubmatch(cell, -1) {
 		bad[m[1]] = true
 	}
-	for _, prop := range []lin.Property{lin.P1, lin.P2, lin.P3, lin.L1} {
+	for _, prop := range []lin.Property{lin.P1, lin.P2, lin.P3, lin.L1, lin.P6} {
 		switch {
 		case bad[string(prop)]:
 			out[prop] = lin.Illegal
@@ -241,10 +241,10 @@ func TestCellVerdicts(t *testing.T) {
 		impl lockimpl.Impl
 		want map[lin.Property]lin.Verdict
 	}{
-		{"✓", fenced, map[lin.Property]lin.Verdict{lin.P1: lin.OK, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK}},
-		{"✓¹", setnx, map[lin.Property]lin.Verdict{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK}},
-		{"P1 3/3 · P2 ?1/3", fenced, map[lin.Property]lin.Verdict{lin.P1: lin.Illegal, lin.P3: lin.OK, lin.L1: lin.OK}},
-		{"P2 1/3 ?1/3", fenced, map[lin.Property]lin.Verdict{lin.P1: lin.OK, lin.P2: lin.Illegal, lin.P3: lin.OK, lin.L1: lin.OK}},
+		{"✓", fenced, map[lin.Property]lin.Verdict{lin.P1: lin.OK, lin.P2: lin.OK, lin.P3: lin.OK, lin.L1: lin.OK, lin.P6: lin.OK}},
+		{"✓¹", setnx, map[lin.Property]lin.Verdict{lin.P1: lin.OK, lin.P2: lin.OK, lin.L1: lin.OK, lin.P6: lin.OK}},
+		{"P1 3/3 · P2 ?1/3", fenced, map[lin.Property]lin.Verdict{lin.P1: lin.Illegal, lin.P3: lin.OK, lin.L1: lin.OK, lin.P6: lin.OK}},
+		{"P2 1/3 ?1/3 · P6 1/3", fenced, map[lin.Property]lin.Verdict{lin.P1: lin.OK, lin.P2: lin.Illegal, lin.P3: lin.OK, lin.L1: lin.OK, lin.P6: lin.Illegal}},
 		{"P1 1/3 · err 1/3", fenced, map[lin.Property]lin.Verdict{lin.P1: lin.Illegal}},
 		{"perturbed 2/3", fenced, map[lin.Property]lin.Verdict{}},
 	} {

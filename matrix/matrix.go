@@ -131,6 +131,9 @@ type Meta struct {
 	Decided gate.Counts `json:"decided"`
 	// Parts are the matrices a merged one was made of (Merge), each with its rows.
 	Parts []Part `json:"parts,omitempty"`
+	// Rechecked says when the runs' saved histories were checked again (Recheck), the
+	// verdicts being the checker's of then, not of the runs' day.
+	Rechecked string `json:"rechecked,omitempty"`
 }
 
 // Impl is one column: an implementation and where its fences come from.

@@ -47,3 +47,62 @@ func TestMergeTakesEachRowFromTheLastPartWithIt(t *testing.T) {
 		t.Errorf("parts %+v: want part 1 giving slow-write, part 2 baseline and clock-jump", m.Meta.Parts)
 	}
 }
+
+// TestMergeAddsAColumnToRowsRunBefore: a part that ran one more implementation over every
+// row gives the merged matrix that column, and the rows keep their other cells; a row
+// run again later replaces every cell of it, the new column's too.
+func TestMergeAddsAColumnToRowsRunBefore(t *testing.T) {
+	part := func(cmd string, impls []string, scenarios ...string) Result {
+		r := Result{Meta: Meta{Command: cmd, Date: "2026-01-0" + cmd + "T00:00:00Z", Repeat: 1, Complete: true}, Fencings: []string{"off"}}
+		for _, i := range impls {
+			r.Impls = append(r.Impls, Impl{Name: i})
+		}
+		for _, s := range scenarios {
+			r.Scenarios = append(r.Scenarios, Scenario{Name: s})
+			for _, i := range impls {
+				r.Cells = append(r.Cells, Cell{Scenario: s, Impl: i, Fencing: "off", Status: CellPlanned, Note: cmd,
+					Runs: []CellRun{{Dir: "runs/" + s + "/" + i}}})
+			}
+		}
+		return r
+	}
+	old := part("1", []string{"setnx", "fenced"}, "baseline", "slow-write")
+	column := part("2", []string{"unsafe-extend"}, "baseline", "slow-write")
+	row := part("3", []string{"setnx", "unsafe-extend", "fenced"}, "late-extend")
+	m, err := Merge("out/m", []string{"out/a", "out/b", "out/c"}, []Result{old, column, row})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, i := range m.Impls {
+		cols = append(cols, i.Name)
+	}
+	if got := strings.Join(cols, ","); got != "setnx,unsafe-extend,fenced" {
+		t.Errorf("columns %s, want the last part's order setnx,unsafe-extend,fenced", got)
+	}
+	for _, c := range []struct{ scenario, impl, from string }{
+		{"baseline", "setnx", "1"}, {"baseline", "unsafe-extend", "2"}, {"slow-write", "fenced", "1"}, {"late-extend", "unsafe-extend", "3"},
+	} {
+		if cell, ok := m.Cell(c.scenario, c.impl, "off"); !ok || cell.Note != c.from {
+			t.Errorf("%s × %s from part %q, want %s", c.scenario, c.impl, cell.Note, c.from)
+		}
+	}
+	if !m.Meta.Complete || m.Meta.Runs != 9 || len(m.Cells) != 9 {
+		t.Errorf("meta %+v with %d cells: want 9 runs, every cell, complete", m.Meta, len(m.Cells))
+	}
+	if p := m.Meta.Parts[1]; strings.Join(p.Impls, ",") != "unsafe-extend" || strings.Join(p.Scenarios, ",") != "baseline,slow-write" {
+		t.Errorf("part 2 %+v: want it to give column unsafe-extend in rows baseline and slow-write", p)
+	}
+	if len(m.Meta.Parts[2].Impls) != 0 {
+		t.Errorf("part 3 gave every column, yet names %v", m.Meta.Parts[2].Impls)
+	}
+	// Without the column part, its cells are pending: the matrix is incomplete.
+	if m, _ := Merge("out/m", []string{"out/a", "out/c"}, []Result{old, row}); m.Meta.Complete {
+		t.Error("rows without the new column's cells: want an incomplete matrix")
+	}
+	other := part("4", []string{"setnx"}, "baseline")
+	other.Fencings = []string{"off", "full"}
+	if _, err := Merge("out/m", []string{"out/a", "out/d"}, []Result{old, other}); err == nil || !strings.Contains(err.Error(), "fencing modes off against off,full") {
+		t.Errorf("other fencing modes: %v, want them refused", err)
+	}
+}

@@ -184,11 +184,11 @@ func matrixIntro(m matrix.Result) string {
 	if len(m.Meta.Parts) > 0 {
 		parts := make([]string, len(m.Meta.Parts))
 		for i, p := range m.Meta.Parts {
-			parts[i] = fmt.Sprintf("`%s` on %s, %s, rows %s", p.Meta.Command, p.Meta.Date, perCell(p.Meta.Repeat), strings.Join(p.Scenarios, ", "))
+			parts[i] = strings.TrimSuffix(fmt.Sprintf("`%s` on %s, %s, rows %s, columns %s", p.Meta.Command, p.Meta.Date, perCell(p.Meta.Repeat), strings.Join(p.Scenarios, ", "), strings.Join(p.Impls, ", ")), ", columns ")
 		}
-		s = fmt.Sprintf("Merged by `%s` from %d matrices, each row from one: %s", m.Meta.Command, len(parts), strings.Join(parts, "; "))
+		s = fmt.Sprintf("Merged by `%s` from %d matrices, each cell from the last with its row and column: %s", m.Meta.Command, len(parts), strings.Join(parts, "; "))
 	}
-	s += fmt.Sprintf("; redis-server %s, %s.", m.Meta.RedisVersion, m.Meta.GoVersion)
+	s += strings.TrimSuffix(fmt.Sprintf("; redis-server %s, %s. %s.", m.Meta.RedisVersion, m.Meta.GoVersion, m.Meta.Rechecked), " .")
 	if m.Meta.Errors > 0 {
 		s += fmt.Sprintf(" %d of %d runs failed to run (err).", m.Meta.Errors, m.Meta.Runs)
 	}

@@ -118,8 +118,10 @@ runs decided fewer than --min-decided (run, property) pairs, or more than
 
 func newMatrixMergeCmd() *cobra.Command {
 	var (
-		out, readme string
-		th          gate.Thresholds
+		out, readme  string
+		th           gate.Thresholds
+		recheck      bool
+		checkTimeout time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "merge DIR...",
@@ -128,8 +130,11 @@ func newMatrixMergeCmd() *cobra.Command {
 matrix.html and index.html into --out, for a matrix run in pieces: a shard of the
 scenarios per machine, or rows run again after their scenarios changed. Each row comes
 whole from the last DIR that has it; every DIR must have the same implementations and
-fencing modes. Runs stay where they are, linked relative to --out. --readme, --min-decided
-and --max-perturbed as for matrix, judged on the merged rows. Exit status as for matrix.`,
+fencing modes. Runs stay where they are, linked relative to --out. --recheck checks every
+run's saved history again with this locklab's checker (a property added or a checker
+fixed since the runs were made), without running any server; the runs' own reports are
+left as they were. --readme, --min-decided and --max-perturbed as for matrix, judged on
+the merged rows. Exit status as for matrix.`,
 		Example: `  locklab matrix merge --out out/matrix-all --readme docs/matrix.md out/matrix out/matrix-cluster`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {
@@ -151,6 +156,11 @@ and --max-perturbed as for matrix, judged on the merged rows. Exit status as for
 				return &statusError{exitError, err}
 			}
 			res.Meta.Command = cmdline.Of(cmd) + " " + strings.Join(dirs, " ")
+			if recheck {
+				if err := matrix.Recheck(out, &res, checkTimeout); err != nil {
+					return &statusError{exitError, err}
+				}
+			}
 			if err := matrix.Write(out, res); err != nil {
 				return &statusError{exitError, err}
 			}
@@ -163,6 +173,8 @@ and --max-perturbed as for matrix, judged on the merged rows. Exit status as for
 	}
 	cmd.Flags().StringVar(&out, "out", filepath.Join("out", "matrix-merged"), "directory for the merged matrix.json, matrix.md, matrix.html and index.html")
 	cmd.Flags().StringVar(&readme, "readme", "", "Markdown file whose table between "+matrixBegin+" and "+matrixEnd+" is replaced")
+	cmd.Flags().BoolVar(&recheck, "recheck", false, "check every run's saved history again with this locklab's checker")
+	cmd.Flags().DurationVar(&checkTimeout, "check-timeout", 0, "with --recheck: checker timeout per property (0: default); a timeout is unknown, never a pass")
 	gate.AddFlags(cmd.Flags(), &th, "(run, property) pairs")
 	return cmd
 }

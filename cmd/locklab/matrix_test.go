@@ -149,7 +149,7 @@ func TestMatrixMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Merged by `locklab matrix merge", "from 2 matrices, each row from one:", "1 run per cell (seed: the scenario's), rows baseline;",
+	for _, want := range []string{"Merged by `locklab matrix merge", "from 2 matrices, each cell from the last with its row and column:", "1 run per cell (seed: the scenario's), rows baseline;",
 		"| baseline | ✓ |", "| ttl-too-short | P1 1/1 · P2 1/1 |"} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("README lacks %q:\n%s", want, doc)
@@ -166,13 +166,69 @@ func TestMatrixMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Impls[0].Name = "fenced"
+	m.Fencings = []string{"full"}
 	c := filepath.Join(dir, "c")
 	if err := matrix.Write(c, m); err != nil {
 		t.Fatal(err)
 	}
 	code, _, stderr = locklab(t, "matrix", "merge", "--out", out, a, c)
-	if code != exitError || !strings.Contains(stderr, "implementations setnx against fenced; run every part with the same --impl and --fencing") {
-		t.Errorf("merge of other columns: exit %d, stderr %q", code, stderr)
+	if code != exitError || !strings.Contains(stderr, "fencing modes off against full; run every part with the same --fencing") {
+		t.Errorf("merge of other fencing modes: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestMatrixMergeRecheck: a matrix recorded by an older checker (here: one whose stored
+// verdicts say the short TTL broke nothing, and know no P6) is judged anew from its
+// runs' saved histories by merge --recheck, without running a server.
+func TestMatrixMergeRecheck(t *testing.T) {
+	dir := t.TempDir()
+	readme := filepath.Join(dir, "README.md")
+	if err := os.WriteFile(readme, []byte("<!-- matrix:begin -->\n<!-- matrix:end -->\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, out := filepath.Join(dir, "b"), filepath.Join(dir, "merged")
+	// A perturbed run is as good as any here: only its saved history is read again.
+	lenient := []string{"--min-decided", "0", "--max-perturbed", "1"}
+	if code, stdout, stderr := locklab(t, append([]string{"matrix", "--impl", "setnx", "--scenario", "ttl-too-short", "--fencing", "off", "--out", b}, lenient...)...); code != exitOK {
+		t.Fatalf("matrix: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	m, err := matrix.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.Cells {
+		c := &m.Cells[i]
+		c.Counts = nil
+		for k := range c.Runs {
+			c.Runs[k].Verdict = linearizability.OK
+			c.Runs[k].Verdicts = map[linearizability.Property]linearizability.Verdict{linearizability.P1: linearizability.OK, linearizability.P2: linearizability.OK}
+		}
+	}
+	if err := matrix.Write(b, m); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := locklab(t, append([]string{"matrix", "merge", "--recheck", "--out", out, "--readme", readme, b}, lenient...)...)
+	if code != exitOK {
+		t.Fatalf("merge --recheck: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"The saved history of each of the 1 runs was checked again on ", " for P1, P2, P3, L1, P4, P5, P6: 7 (run, property) verdicts changed"} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("README lacks %q:\n%s", want, doc)
+		}
+	}
+	merged, err := matrix.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := merged.Cell("ttl-too-short", "setnx", "off")
+	if !ok || c.Runs[0].Verdicts[linearizability.P6] == "" || c.Runs[0].Verdicts[linearizability.P1] != linearizability.Illegal {
+		t.Fatalf("merged cell %+v: want P6 judged and P1 illegal", c)
+	}
+	if c.Runs[0].Perturbed == "" && (c.Counts[linearizability.P1].Illegal != 1 || !strings.Contains(string(doc), "| ttl-too-short | P1 1/1 · P2 1/1 |")) {
+		t.Errorf("merged cell counts %+v, want P1 counted illegal in the table:\n%s", c.Counts, doc)
 	}
 }
