@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Impl describes one implementation in the registry.
@@ -44,10 +45,14 @@ func (i Impl) RunsOn(kind string) bool {
 	return kind == i.Topology || (i.Topology == "single" && kind == "replicated") || (i.Cluster && kind == "cluster")
 }
 
-// Registry holds implementations by name, in registration order.
+// Registry holds implementations by name, in registration order. It is safe for
+// concurrent use: matrices and campaigns look implementations up from goroutines, and a
+// lookup may register one (SetResolver).
 type Registry struct {
-	impls []Impl
-	index map[string]int
+	mu      sync.Mutex
+	impls   []Impl
+	index   map[string]int
+	resolve func(name string) (Impl, error)
 }
 
 // NewRegistry is an empty registry.
@@ -121,7 +126,25 @@ func mutantImpls() []Impl {
 			Steps:       []string{StepGranted},
 			New:         newUnsafeRelease,
 		},
+		{
+			Name:        "unsafe-extend",
+			Description: "mutant: acquires like setnx but extends with a plain PEXPIRE, renewing whoever holds the lock now and answering ok",
+			Topology:    "single",
+			Mutant:      true,
+			Bug:         "unsafe-extend",
+			Steps:       []string{StepGranted},
+			New:         newUnsafeExtend,
+		},
 	}
+}
+
+// SetResolver has Get resolve an unknown NAME@VERSION (a release of the library an
+// implementation runs) with resolve and register what it returns under that name;
+// resolve may take long (a build) and may call Get itself. nil turns resolution off.
+func (r *Registry) SetResolver(resolve func(name string) (Impl, error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resolve = resolve
 }
 
 // Register adds i; its name must be new and it must have a constructor.
@@ -137,6 +160,8 @@ func (r *Registry) Register(i Impl) error {
 			return fmt.Errorf("register lock implementation %q: %w", i.Name, err)
 		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if _, dup := r.index[i.Name]; dup {
 		return fmt.Errorf("register lock implementation %q: name already registered", i.Name)
 	}
@@ -145,18 +170,56 @@ func (r *Registry) Register(i Impl) error {
 	return nil
 }
 
-// Get finds an implementation by name.
+// Get finds an implementation by name; an unknown NAME@VERSION goes to the resolver
+// (SetResolver), if any, and what it returns is registered under that name.
 func (r *Registry) Get(name string) (Impl, error) {
+	r.mu.Lock()
 	if k, ok := r.index[name]; ok {
-		return r.impls[k], nil
+		i := r.impls[k]
+		r.mu.Unlock()
+		return i, nil
 	}
+	resolve := r.resolve
+	r.mu.Unlock()
+	if resolve == nil || !strings.Contains(name, "@") {
+		return Impl{}, r.unknown(name)
+	}
+	// Resolved without the lock: a build takes minutes, and the resolver looks the base
+	// implementation up here. Two goroutines may resolve the same name at once; the first
+	// to register wins and the other gets its Impl.
+	i, err := resolve(name)
+	if err != nil {
+		return Impl{}, err
+	}
+	if i.Name != name {
+		return Impl{}, fmt.Errorf("lock implementation %q: the resolver returned %q", name, i.Name)
+	}
+	if err := r.Register(i); err != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if k, ok := r.index[name]; ok {
+			return r.impls[k], nil
+		}
+		return Impl{}, err
+	}
+	return i, nil
+}
+
+// unknown is Get's error for a name it does not know, listing the names it knows.
+func (r *Registry) unknown(name string) error {
+	r.mu.Lock()
 	names := make([]string, len(r.impls))
 	for k, i := range r.impls {
 		names[k] = i.Name
 	}
+	r.mu.Unlock()
 	sort.Strings(names)
-	return Impl{}, fmt.Errorf("unknown lock implementation %q (known: %s)", name, strings.Join(names, ", "))
+	return fmt.Errorf("unknown lock implementation %q (known: %s)", name, strings.Join(names, ", "))
 }
 
-// List is every implementation, in registration order.
-func (r *Registry) List() []Impl { return append([]Impl(nil), r.impls...) }
+// List is every implementation, in registration order (resolved releases included).
+func (r *Registry) List() []Impl {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Impl(nil), r.impls...)
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/locklab/locklab/histories"
@@ -54,5 +55,75 @@ func TestClassify(t *testing.T) {
 		if got := lockimpl.Classify(err); got != want {
 			t.Errorf("Classify(%v) = %s, want %s", err, got, want)
 		}
+	}
+}
+
+// TestRegistryResolver: an unknown NAME@VERSION goes to the resolver once, is registered
+// under that name, and is found again; a name without "@" never reaches it; its errors
+// come back as they are. Lookups, registrations and listings from many goroutines at once
+// are safe (go test -race).
+func TestRegistryResolver(t *testing.T) {
+	r := lockimpl.NewRegistry()
+	for _, i := range lockimpl.Impls() {
+		if err := r.Register(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Get("setnx@1.0.0"); err == nil || !strings.Contains(err.Error(), `unknown lock implementation "setnx@1.0.0"`) {
+		t.Fatalf("Get without a resolver: %v", err)
+	}
+	var mu sync.Mutex
+	calls := map[string]int{}
+	r.SetResolver(func(name string) (lockimpl.Impl, error) {
+		mu.Lock()
+		calls[name]++
+		mu.Unlock()
+		base, _, _ := strings.Cut(name, "@")
+		if base == "bad" {
+			return lockimpl.Impl{}, errors.New("bad@1: no such release")
+		}
+		if base == "renamed" {
+			return lockimpl.Impl{Name: "other", New: func(lockimpl.Config) (lockimpl.Locker, error) { return nil, nil }}, nil
+		}
+		i, err := r.Get(base) // a resolver looks its base up: Get must not hold its lock meanwhile
+		i.Name = name
+		return i, err
+	})
+	var wg sync.WaitGroup
+	for k := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got, err := r.Get("setnx@v1"); err != nil || got.Name != "setnx@v1" {
+				t.Errorf("Get(setnx@v1) = %q, %v", got.Name, err)
+			}
+			_ = r.List()
+			if err := r.Register(lockimpl.Impl{Name: fmt.Sprintf("extra-%d", k), New: func(lockimpl.Config) (lockimpl.Locker, error) { return nil, nil }}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got, err := r.Get("setnx@v1"); err != nil || got.Name != "setnx@v1" || !got.Waits {
+		t.Errorf("Get(setnx@v1) after resolution = %+v, %v", got, err)
+	}
+	if calls["setnx@v1"] < 1 || calls["setnx@v1"] > 16 {
+		t.Errorf("resolver called %d times for setnx@v1", calls["setnx@v1"])
+	}
+	before := calls["setnx@v1"]
+	if _, err := r.Get("setnx@v1"); err != nil || calls["setnx@v1"] != before {
+		t.Errorf("a registered release was resolved again (%d calls, %v)", calls["setnx@v1"], err)
+	}
+	if _, err := r.Get("nope"); err == nil || calls["nope"] != 0 {
+		t.Errorf("a name without @ reached the resolver: %v", err)
+	}
+	if _, err := r.Get("bad@1"); err == nil || err.Error() != "bad@1: no such release" {
+		t.Errorf("Get(bad@1): %v", err)
+	}
+	if _, err := r.Get("renamed@1"); err == nil || !strings.Contains(err.Error(), `returned "other"`) {
+		t.Errorf("Get(renamed@1): %v", err)
+	}
+	if list := r.List(); list[len(list)-1].Name != "setnx@v1" && !strings.HasPrefix(list[len(list)-1].Name, "extra-") {
+		t.Errorf("List's last entry %q", list[len(list)-1].Name)
 	}
 }

@@ -22,6 +22,7 @@ func TestAll(t *testing.T) {
 		{"check-then-set", "check-then-set", "single", false, true},
 		{"no-expiry", "no-expiry", "single", false, true},
 		{"unsafe-release", "unsafe-release", "single", false, true},
+		{"unsafe-extend", "unsafe-extend", "single", false, true},
 		{"redlock", "", "nodes", false, false},
 		{"watchdog", "", "single", false, false},
 		{"redsync", "", "nodes", false, false},

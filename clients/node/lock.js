@@ -4,7 +4,8 @@
 // driven by locklab over the subprocess protocol locklab-lock/1
 // (docs/subprocess-protocol.md): one JSON request per line on stdin, one JSON answer
 // per line on stdout, logs on stderr. The protocol loop and the environment are
-// protocol.js's, shared with seed-withlock.js.
+// protocol.js's, shared with seed-withlock.js. ioredis is the release pinned in
+// package.json unless locklab runs node-ioredis@VERSION (protocol.js's lib).
 //
 // Outcomes: "ok" and "fail" only for a definite answer from Redis (SET's OK or nil, the
 // script's 1 or 0). Anything else — a timeout, a dropped connection, a command ioredis

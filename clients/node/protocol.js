@@ -10,7 +10,23 @@
 "use strict";
 
 const readline = require("node:readline");
-const Redis = require("ioredis");
+const path = require("node:path");
+const { createRequire } = require("node:module");
+
+// lib requires a library the client runs (ioredis, redlock, redis-semaphore, …, and
+// their package.json). By default that is the pinned release, installed beside the
+// clients (clients/node/node_modules). locklab sets LOCKLAB_NODE_MODULES, a node_modules
+// folder, to run another release it installed in its cache (NAME@VERSION): every
+// library, and the libraries they require, then come from there, so that a library and
+// the ioredis it is handed are of the same install.
+const libRequire = process.env.LOCKLAB_NODE_MODULES
+  ? createRequire(path.join(path.resolve(process.env.LOCKLAB_NODE_MODULES), "..", "locklab-client.js"))
+  : require;
+function lib(name) {
+  return libRequire(name);
+}
+
+const Redis = lib("ioredis");
 
 const PROTOCOL = "locklab-lock/1";
 
@@ -350,11 +366,14 @@ async function serve({ name, options, cluster, ops, extend, connect, nodes, libr
         process.exit(0);
       });
     });
-    answer({ hello: PROTOCOL, name, fencing: false, extend, library: library || `ioredis@${require("ioredis/package.json").version}` });
+    library = library || `ioredis@${lib("ioredis/package.json").version}`;
+    // Which release ran, in the run's log of this client.
+    log(`library ${library}${process.env.LOCKLAB_NODE_MODULES ? ` from ${process.env.LOCKLAB_NODE_MODULES}` : ""}`);
+    answer({ hello: PROTOCOL, name, fencing: false, extend, library });
   } catch (err) {
     log("fatal:", (err && err.stack) || err);
     process.exit(1);
   }
 }
 
-module.exports = { PROTOCOL, logger, parseAddr, list, timeoutMs, access, via, config, configCluster, configNodes, atMostOnce, atMostOnceCluster, sendOnce, answer, unknown, handle, ready, serve };
+module.exports = { PROTOCOL, lib, logger, parseAddr, list, timeoutMs, access, via, config, configCluster, configNodes, atMostOnce, atMostOnceCluster, sendOnce, answer, unknown, handle, ready, serve };

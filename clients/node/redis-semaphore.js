@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // redis-semaphore 5.8.0's mutexes, driven by locklab over the subprocess protocol
 // locklab-lock/1 (docs/subprocess-protocol.md; loop and environment in protocol.js).
-// One argument picks the variant:
+// 5.8.0 is the release pinned in package.json, the one run by default and the one read
+// below; redis-semaphore-mutex@VERSION and redis-semaphore-redlock@VERSION run another,
+// installed by locklab (protocol.js's lib). One argument picks the variant:
 //
 //   mutex    Mutex(client, key, options): one server (topology single; through
 //            Sentinel on the replicated topology; on a Redis Cluster through ioredis's
@@ -65,9 +67,9 @@
 // answer nil for the client's own lock.
 "use strict";
 
-const { Mutex, RedlockMutex } = require("redis-semaphore");
 const protocol = require("./protocol");
 const options = require("./options");
+const { Mutex, RedlockMutex } = protocol.lib("redis-semaphore");
 
 const VARIANTS = {
   mutex: { name: "redis-semaphore-mutex", nodes: false, Lock: Mutex },
@@ -80,7 +82,7 @@ if (!variant) {
   process.exit(2);
 }
 
-const LIBRARY = `redis-semaphore@${require("redis-semaphore/package.json").version} (ioredis@${require("ioredis/package.json").version})`;
+const LIBRARY = `redis-semaphore@${protocol.lib("redis-semaphore/package.json").version} (ioredis@${protocol.lib("ioredis/package.json").version})`;
 const log = protocol.logger(variant.name);
 
 // OPTIONS are the plan's settings (the defaults are nodelibs.go's).

@@ -5,7 +5,9 @@
 // protocol locklab-lock/1 (docs/subprocess-protocol.md; loop and environment in
 // protocol.js). In locklab it is the implementation node-redlock-auto, on topology
 // "nodes": LOCKLAB_ADDRS names every server. node-redlock (redlock.js, redlock 4.2.0) is
-// the same algorithm with the automatic extension off.
+// the same algorithm with the automatic extension off. 1.4.0 is the release pinned in
+// package.json, the one run by default and the one read below; node-redlock-auto@VERSION
+// runs another, installed by locklab (protocol.js's lib).
 //
 // Every lease is held inside the library's using(), with automatic extension on, as its
 // README shows:
@@ -88,12 +90,12 @@
 // would find its own key and vote no.
 "use strict";
 
-const { Redlock, Lock, ExecutionError } = require("@sesamecare-oss/redlock");
 const protocol = require("./protocol");
 const options = require("./options");
+const { Redlock, Lock, ExecutionError } = protocol.lib("@sesamecare-oss/redlock");
 
 const NAME = "node-redlock-auto";
-const LIBRARY = `@sesamecare-oss/redlock@${require("@sesamecare-oss/redlock/package.json").version} (ioredis@${require("ioredis/package.json").version})`;
+const LIBRARY = `@sesamecare-oss/redlock@${protocol.lib("@sesamecare-oss/redlock/package.json").version} (ioredis@${protocol.lib("ioredis/package.json").version})`;
 
 const log = protocol.logger(NAME);
 

@@ -3,7 +3,9 @@
 // N independent Redis servers, one ioredis client per server, driven by locklab over the
 // subprocess protocol locklab-lock/1 (docs/subprocess-protocol.md; loop and environment
 // in protocol.js). In locklab it is the implementation node-redlock, on topology
-// "nodes": LOCKLAB_ADDRS names every server.
+// "nodes": LOCKLAB_ADDRS names every server. 4.2.0 is the release pinned in
+// package.json, the one run by default and the one read below; node-redlock@VERSION runs
+// another, installed by locklab (protocol.js's lib).
 //
 // The library is called as its README shows: one Redlock over the clients,
 // redlock.lock(key, ttl) -> Lock, lock.unlock(), lock.extend(ttl). 4.2.0 has no
@@ -56,12 +58,12 @@
 // would find its own key and vote no.
 "use strict";
 
-const Redlock = require("redlock");
 const protocol = require("./protocol");
 const options = require("./options");
+const Redlock = protocol.lib("redlock");
 
 const NAME = "node-redlock";
-const LIBRARY = `redlock@${require("redlock/package.json").version} (ioredis@${require("ioredis/package.json").version})`;
+const LIBRARY = `redlock@${protocol.lib("redlock/package.json").version} (ioredis@${protocol.lib("ioredis/package.json").version})`;
 
 const log = protocol.logger(NAME);
 

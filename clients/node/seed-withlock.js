@@ -4,6 +4,8 @@
 // withLock on one ioredis client with ioredis's default options. Require it to use the
 // three functions; run it and locklab drives it over the subprocess protocol
 // locklab-lock/1 (docs/subprocess-protocol.md, loop and environment in protocol.js).
+// ioredis is the release pinned in package.json unless locklab runs
+// seed-withlock@VERSION (protocol.js's lib).
 //
 //   acquireLock(key, ttlMs)   SET lock:<key> <crypto.randomUUID()> NX PX ttlMs: the
 //                             token, or null when the lock is taken
@@ -30,8 +32,8 @@
 "use strict";
 
 const crypto = require("node:crypto");
-const Redis = require("ioredis");
 const protocol = require("./protocol");
+const Redis = protocol.lib("ioredis");
 
 const NAME = "seed-withlock";
 

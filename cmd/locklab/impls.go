@@ -7,6 +7,7 @@ import (
 
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
+	"github.com/locklab/locklab/releases"
 )
 
 // Flags of every command that takes an implementation: lock clients registered from the
@@ -22,19 +23,17 @@ func addImplFlags(root *cobra.Command) {
 	f.String(flagLocks, "", `JSON file of lock clients to register: {"locks": [{"name": ..., "command": [...], "topology": "single"|"nodes"|"etcd", "description": ...}]}`)
 }
 
-// registryFor is every shipped implementation plus the clients cmd's --impl-cmd and
-// --locks name (locks.Register greets each once).
+// registryFor is every shipped implementation, the clients of --impl-cmd and --locks
+// (locks.Register greets each once), and releases NAME@VERSION on demand (releases).
 func registryFor(cmd *cobra.Command) (*lockimpl.Registry, error) {
 	var clients []locks.Client
-	if f := cmd.Flags().Lookup(flagImplCmd); f != nil {
-		vals, _ := cmd.Flags().GetStringArray(flagImplCmd)
-		for _, v := range vals {
-			c, err := locks.ParseImplCmd(v, fmt.Sprintf("flag --%s %q", flagImplCmd, v))
-			if err != nil {
-				return nil, err
-			}
-			clients = append(clients, c)
+	vals, _ := cmd.Flags().GetStringArray(flagImplCmd) // none where the flag is not defined
+	for _, v := range vals {
+		c, err := locks.ParseImplCmd(v, fmt.Sprintf("flag --%s %q", flagImplCmd, v))
+		if err != nil {
+			return nil, err
 		}
+		clients = append(clients, c)
 	}
 	if path, _ := cmd.Flags().GetString(flagLocks); path != "" {
 		more, err := locks.ReadFile(path, "flag --"+flagLocks)
@@ -44,6 +43,7 @@ func registryFor(cmd *cobra.Command) (*lockimpl.Registry, error) {
 		clients = append(clients, more...)
 	}
 	reg := locks.All()
+	reg.SetResolver(releases.Resolver(cmd.Context(), reg))
 	if err := locks.Register(cmd.Context(), reg, clients); err != nil {
 		return nil, err
 	}

@@ -9,14 +9,19 @@ import (
 
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/releases"
 )
 
 func newListCmd() *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "list",
-		Short: "List lock implementations, fault kinds and catalog scenarios",
+		Short: "List lock implementations, fault kinds and catalog scenarios; with --versions or --prepare, a library's releases",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			versions, _ := cmd.Flags().GetString("versions")
+			if prepare, _ := cmd.Flags().GetStringSlice("prepare"); versions != "" || len(prepare) > 0 {
+				return releases.List(cmd.Context(), cmd.OutOrStdout(), versions, prepare)
+			}
 			reg, err := registryFor(cmd)
 			if err != nil {
 				return &statusError{exitError, err}
@@ -66,13 +71,14 @@ func newListCmd() *cobra.Command {
 			return w.Flush()
 		},
 	}
+	c.Flags().String("versions", "", "print the versions of IMPL's library its registry serves, and the pinned one")
+	c.Flags().StringSlice("prepare", nil, "build or install NAME@VERSION[,NAME@VERSION...] into the cache ($LOCKLAB_CACHE) and print where")
+	return c
 }
 
 func firstSentence(s string) string {
-	for i, r := range s {
-		if r == '.' {
-			return s[:i+1]
-		}
+	if before, _, ok := strings.Cut(s, "."); ok {
+		return before + "."
 	}
 	return s
 }

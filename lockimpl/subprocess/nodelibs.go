@@ -144,18 +144,47 @@ func refreshing(impl lockimpl.Impl) lockimpl.Impl {
 }
 
 // nodeLibraryCommand is nodeClientCommand for a client of a Node.js lock library: the
-// library, module, must be installed beside it too, and the client gets args.
-func nodeLibraryCommand(file, module string, args ...string) func() ([]string, error) {
+// library, module, must be installed beside it (or in nodeModules) too, and the client
+// gets args.
+func nodeLibraryCommand(nodeModules, file, module string, args ...string) func() ([]string, error) {
 	return func() ([]string, error) {
-		argv, err := nodeCommand(file)
+		argv, err := nodeCommand(nodeModules, file)
 		if err != nil {
 			return nil, err
 		}
 		script := argv[len(argv)-1]
+		if nodeModules != "" {
+			if !isFile(filepath.Join(nodeModules, module, "package.json")) {
+				return nil, fmt.Errorf("the Node.js client %s lacks its dependency %s in %s (%s)", script, module, nodeModules, EnvNodeModules)
+			}
+			return append(argv, args...), nil
+		}
 		if !nodeModuleInstalled(filepath.Dir(script), module) {
 			return nil, fmt.Errorf("the Node.js client %s lacks its dependency %s (no node_modules/%s next to it or above): run `npm ci --prefix clients/node` in the locklab checkout (`make deps` does it)",
 				script, module, module)
 		}
 		return append(argv, args...), nil
 	}
+}
+
+// EnvNodeModules is a node_modules folder from which a Node.js client of clients/node
+// takes its libraries (protocol.js's lib) instead of its own node_modules: a release of
+// a library other than the pinned one, installed elsewhere. locklab passes it only to
+// the clients of NodeRelease and never passes on a value it inherited.
+const EnvNodeModules = "LOCKLAB_NODE_MODULES"
+
+// NodeRelease is the Node.js client name of Impls (node-ioredis, node-redlock, …) as
+// name@version: the same client and options, its libraries taken from nodeModules
+// (EnvNodeModules), where that release of its library is installed. Its description is
+// the pinned client's, for the caller to replace.
+func NodeRelease(name, version, nodeModules string) (lockimpl.Impl, error) {
+	if nodeModules == "" {
+		return lockimpl.Impl{}, fmt.Errorf("%s@%s: no node_modules folder given", name, version)
+	}
+	for _, impl := range nodeImpls(nodeModules, "@"+version) {
+		if impl.Name == name+"@"+version {
+			return impl, nil
+		}
+	}
+	return lockimpl.Impl{}, fmt.Errorf("%s is not a Node.js client of locklab's", name)
 }

@@ -99,16 +99,17 @@ func Subprocess(name, description string, argv []string, fencing bool) lockimpl.
 	})
 }
 
-// subprocessImpl is Subprocess with a command found when a Locker is built.
-func subprocessImpl(name, description string, fencing bool, command func() ([]string, error)) lockimpl.Impl {
-	return subprocessOn(topologySingle, name, description, fencing, command)
+// subprocessImpl is Subprocess with a command found when a Locker is built; env
+// (NAME=VALUE) is added to the client's environment.
+func subprocessImpl(name, description string, fencing bool, command func() ([]string, error), env ...string) lockimpl.Impl {
+	return subprocessOn(topologySingle, name, description, fencing, command, env...)
 }
 
 // subprocessClusterImpl is subprocessImpl for a client that also runs on a Redis Cluster
 // (lockimpl.Impl.Cluster): given Config.Cluster it gets LOCKLAB_CLUSTER=1, every node
 // (its links) in LOCKLAB_ADDRS as seeds, and Config.Via in LOCKLAB_VIA.
-func subprocessClusterImpl(name, description string, fencing bool, command func() ([]string, error)) lockimpl.Impl {
-	impl := subprocessKind(topologySingle, true, name, description, fencing, command)
+func subprocessClusterImpl(name, description string, fencing bool, command func() ([]string, error), env ...string) lockimpl.Impl {
+	impl := subprocessKind(topologySingle, true, name, description, fencing, command, env...)
 	impl.Cluster = true
 	return impl
 }
@@ -121,12 +122,13 @@ const (
 )
 
 // subprocessOn is subprocessImpl on topology.
-func subprocessOn(topology, name, description string, fencing bool, command func() ([]string, error)) lockimpl.Impl {
-	return subprocessKind(topology, false, name, description, fencing, command)
+func subprocessOn(topology, name, description string, fencing bool, command func() ([]string, error), env ...string) lockimpl.Impl {
+	return subprocessKind(topology, false, name, description, fencing, command, env...)
 }
 
 // subprocessKind is subprocessOn, also on a Redis Cluster when cluster is set.
-func subprocessKind(topology string, cluster bool, name, description string, fencing bool, command func() ([]string, error)) lockimpl.Impl {
+func subprocessKind(topology string, cluster bool, name, description string, fencing bool, command func() ([]string, error), env ...string) lockimpl.Impl {
+	env = append([]string(nil), env...)
 	return lockimpl.Impl{
 		Name:        name,
 		Description: description,
@@ -142,7 +144,7 @@ func subprocessKind(topology string, cluster bool, name, description string, fen
 			if cfg.Cluster && !cluster {
 				return nil, fmt.Errorf("%s: takes no Redis Cluster", name)
 			}
-			return newSubprocessLocker(name, argv, topology, fencing, cfg)
+			return newSubprocessLocker(name, argv, topology, fencing, cfg, env...)
 		},
 	}
 }
@@ -153,28 +155,41 @@ func subprocessKind(topology string, cluster bool, name, description string, fen
 // nodelibs.go) and redis-py's Lock (clients/python). The libraries' clients take their
 // options as the libraries' users set them (nodelibs.go, python.go).
 func Impls() []lockimpl.Impl {
+	node := nodeImpls("", "")
+	redisPy := withOptions(subprocessClusterImpl("redis-py",
+		"redis-py 4.3.4's Lock (Debian's python3-redis) in Python: SET NX PX with a uuid1 token, Lua release and extend, each command sent once, one try per acquire unless blocking; on a Redis Cluster through redis-py's RedisCluster, which follows MOVED and ASK and resends nothing",
+		false, pythonClientCommand(pythonMain)), redisPyOptions()...)
+	// redis-py after the two ioredis clients, where it has always been listed.
+	return append(node[:2:2], append([]lockimpl.Impl{redisPy}, node[2:]...)...)
+}
+
+// nodeImpls are the Node.js clients of Impls, each named its name + suffix. Their
+// libraries come from nodeModules (EnvNodeModules) when it is not "", from beside the
+// clients (clients/node/node_modules) otherwise.
+func nodeImpls(nodeModules, suffix string) []lockimpl.Impl {
+	var env []string
+	if nodeModules != "" {
+		env = []string{EnvNodeModules + "=" + nodeModules}
+	}
 	return []lockimpl.Impl{
-		subprocessClusterImpl("node-ioredis",
+		subprocessClusterImpl("node-ioredis"+suffix,
 			"textbook SET NX PX lock in Node.js with ioredis, driven over the subprocess protocol; on a Redis Cluster through ioredis's cluster client, which follows MOVED and ASK and resends nothing",
-			false, nodeClientCommand(nodeMain)),
-		subprocessImpl("seed-withlock",
+			false, nodeClientCommand(nodeModules, nodeMain), env...),
+		subprocessImpl("seed-withlock"+suffix,
 			"the withLock of a widely read blog post's Node.js job queue (SET lock:<key> NX PX, Lua release, no extend) on ioredis's defaults: commands retried, queued and resent after a reconnect",
-			false, nodeClientCommand("seed-withlock.js")),
-		withOptions(subprocessClusterImpl("redis-py",
-			"redis-py 4.3.4's Lock (Debian's python3-redis) in Python: SET NX PX with a uuid1 token, Lua release and extend, each command sent once, one try per acquire unless blocking; on a Redis Cluster through redis-py's RedisCluster, which follows MOVED and ASK and resends nothing",
-			false, pythonClientCommand(pythonMain)), redisPyOptions()...),
-		withOptions(subprocessOn(topologyNodes, "node-redlock",
+			false, nodeClientCommand(nodeModules, "seed-withlock.js"), env...),
+		withOptions(subprocessOn(topologyNodes, "node-redlock"+suffix,
 			"npm redlock "+nodeRedlockVersion+" (Redlock over N independent servers, ioredis clients), one try per acquire unless retry_count, automatic extension off (4.2.0 has none)",
-			false, nodeLibraryCommand("redlock.js", "redlock")), nodeRedlockOptions()...),
-		renewsByItself(withOptions(subprocessOn(topologyNodes, "node-redlock-auto",
+			false, nodeLibraryCommand(nodeModules, "redlock.js", "redlock"), env...), nodeRedlockOptions()...),
+		renewsByItself(withOptions(subprocessOn(topologyNodes, "node-redlock-auto"+suffix,
 			"npm @sesamecare-oss/redlock "+sesamecareRedlockVersion+" (redlock v5's API: Redlock over N independent servers, ioredis clients), each lease held inside using() with automatic extension on, one try per acquire unless retry_count",
-			false, nodeLibraryCommand("redlock-auto.js", "@sesamecare-oss/redlock")), nodeRedlockAutoOptions()...)),
-		refreshing(withOptions(subprocessClusterImpl("redis-semaphore-mutex",
+			false, nodeLibraryCommand(nodeModules, "redlock-auto.js", "@sesamecare-oss/redlock"), env...), nodeRedlockAutoOptions()...)),
+		refreshing(withOptions(subprocessClusterImpl("redis-semaphore-mutex"+suffix,
 			"npm redis-semaphore "+redisSemaphoreVersion+" Mutex (single instance, SET NX PX, refreshes itself every 0.8 ttl), one try per acquire; on a Redis Cluster through ioredis's cluster client",
-			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "mutex")), redisSemaphoreOptions()...)),
-		refreshing(withOptions(subprocessOn(topologyNodes, "redis-semaphore-redlock",
+			false, nodeLibraryCommand(nodeModules, "redis-semaphore.js", "redis-semaphore", "mutex"), env...), redisSemaphoreOptions()...)),
+		refreshing(withOptions(subprocessOn(topologyNodes, "redis-semaphore-redlock"+suffix,
 			"npm redis-semaphore "+redisSemaphoreVersion+" RedlockMutex (Redlock over N independent servers, refreshes itself every 0.8 ttl), one try per acquire",
-			false, nodeLibraryCommand("redis-semaphore.js", "redis-semaphore", "redlock")), redisSemaphoreOptions()...)),
+			false, nodeLibraryCommand(nodeModules, "redis-semaphore.js", "redis-semaphore", "redlock"), env...), redisSemaphoreOptions()...)),
 	}
 }
 
@@ -209,8 +224,9 @@ var (
 )
 
 // newSubprocessLocker checks cfg and starts the first client, so that a client that
-// cannot start fails New with its reason.
-func newSubprocessLocker(name string, argv []string, topology string, fencing bool, cfg lockimpl.Config) (*subprocessLocker, error) {
+// cannot start fails New with its reason. extra (NAME=VALUE) is added to the client's
+// environment.
+func newSubprocessLocker(name string, argv []string, topology string, fencing bool, cfg lockimpl.Config, extra ...string) (*subprocessLocker, error) {
 	cfg = cfg.WithDefaults()
 	env, err := subprocessEnv(cfg, topology)
 	if err == nil {
@@ -219,6 +235,7 @@ func newSubprocessLocker(name string, argv []string, topology string, fencing bo
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	env = append(env, extra...)
 	if cfg.FakeClock != nil {
 		lib, err := faketime.FindLibfaketime()
 		if err != nil {
@@ -266,7 +283,9 @@ func subprocessEnv(cfg lockimpl.Config, topology string) ([]string, error) {
 	var env []string
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
-		case EnvAddrs, EnvTimeoutMS, EnvSentinels, EnvMaster, EnvVia, EnvCluster, EnvOptions, EnvWaitReplicas, EnvWaitTimeoutMS:
+		// EnvNodeModules too: a client runs the release its implementation names, never one
+		// an inherited variable points at.
+		case EnvAddrs, EnvTimeoutMS, EnvSentinels, EnvMaster, EnvVia, EnvCluster, EnvOptions, EnvWaitReplicas, EnvWaitTimeoutMS, EnvNodeModules:
 		default:
 			env = append(env, kv)
 		}
@@ -1014,13 +1033,14 @@ func (b *tailBuffer) quote() string {
 const nodeMain = "lock.js"
 
 // nodeClientCommand finds node and the Node.js client file (lock.js, or another script
-// of clients/node beside it) with its dependencies installed.
-func nodeClientCommand(file string) func() ([]string, error) {
-	return func() ([]string, error) { return nodeCommand(file) }
+// of clients/node beside it) with its dependencies installed: beside it, or in
+// nodeModules when it is not "" (EnvNodeModules).
+func nodeClientCommand(nodeModules, file string) func() ([]string, error) {
+	return func() ([]string, error) { return nodeCommand(nodeModules, file) }
 }
 
 // nodeCommand is nodeClientCommand's work, done when a Locker is built.
-func nodeCommand(file string) ([]string, error) {
+func nodeCommand(nodeModules, file string) ([]string, error) {
 	const install = "run `npm ci --prefix clients/node` in the locklab checkout (`make deps` does it)"
 	script, err := findNodeClient(file)
 	if err != nil {
@@ -1030,7 +1050,11 @@ func nodeCommand(file string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node (Node.js 20 or later) is not on PATH, needed for %s: %v; install Node.js, then %s", script, err, install)
 	}
-	if !nodeModuleInstalled(filepath.Dir(script), "ioredis") {
+	if nodeModules != "" {
+		if !isFile(filepath.Join(nodeModules, "ioredis", "package.json")) {
+			return nil, fmt.Errorf("the Node.js client %s lacks its dependency ioredis in %s (%s)", script, nodeModules, EnvNodeModules)
+		}
+	} else if !nodeModuleInstalled(filepath.Dir(script), "ioredis") {
 		return nil, fmt.Errorf("the Node.js client %s lacks its dependency ioredis (no node_modules/ioredis next to it or above): %s", script, install)
 	}
 	return []string{node, script}, nil
