@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/locklab
 OUT     ?= out
 
-.PHONY: all apt-deps browser-deps deps docker-engine docker-image node-deps detection build demo docs test vet fuzz bench bench-jobs tla matrix clean
+.PHONY: all apt-deps browser-deps deps docker-engine docker-image node-deps detection build demo docs test vet fuzz bench bench-jobs tla matrix clean versions test-versions
 
 all: build
 
@@ -43,6 +43,19 @@ build:
 	$(GO) build -o $(BIN) ./cmd/locklab
 	$(GO) build -o bin/locklab-lockserve ./cmd/locklab-lockserve
 	$(GO) build -o bin/locklab-etcd go.etcd.io/etcd/server/v3
+
+# Releases of the lock libraries other than the pinned ones, built or installed into
+# $LOCKLAB_CACHE (default ~/.cache/locklab) ahead of the runs that name them
+# (NAME@VERSION), e.g. make versions VERSIONS="redsync@v4.13.0 redis-semaphore-mutex@5.6.0".
+VERSIONS ?=
+# The releases make test runs: cmd/locklab's TestReleasesRun, and the affected and
+# fixed release of every bug of docs/track-record (TestTrackRecord).
+TEST_VERSIONS = redsync@v4.13.0 redis-semaphore-mutex@5.6.0 redsync@v4.12.0 redsync@v4.12.1 node-redlock@3.1.2 node-redlock@4.0.0
+versions: build
+	@test -n "$(VERSIONS)" || { echo 'make versions VERSIONS="NAME@VERSION ..."' >&2; exit 2; }
+	$(BIN) list $(addprefix --prepare ,$(VERSIONS))
+test-versions: build
+	$(BIN) list $(addprefix --prepare ,$(TEST_VERSIONS))
 
 # Kleppmann's pause on the textbook lock (with an INCR fence), with fencing off and full.
 # Exit status 1 means "violation found", which is what the demo shows; 2 or more is an error.

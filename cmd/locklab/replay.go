@@ -17,7 +17,7 @@ import (
 func newReplayCmd() *cobra.Command {
 	var (
 		repeat       int
-		out          string
+		out, impl    string
 		checkTimeout time.Duration
 	)
 	cmd := &cobra.Command{
@@ -29,7 +29,8 @@ are not perfectly deterministic: a plan that reproduces 2 times in 3 is a real b
 
 Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 		Example: `  locklab replay out/campaign/failures/00012/plan.json --repeat 5
-  locklab replay out/campaign/failures/00012 --out out/replay`,
+  locklab replay out/campaign/failures/00012 --out out/replay
+  locklab replay docs/track-record/redsync-extend-cleanup.json --impl redsync@v4.12.1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if repeat < 1 {
@@ -43,7 +44,19 @@ Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			p, err := plan.Read(path, reg)
+			// The plan is read as written, then checked with the implementation it runs:
+			// --impl replays one plan against another lock or release (redsync@v4.12.1
+			// for a plan pinned to redsync@v4.12.0).
+			p, err := plan.Read(path, nil)
+			switch {
+			case err == nil && impl != "":
+				p.Impl = impl
+				if verr := p.Validate(reg); verr != nil {
+					err = fmt.Errorf("flag --impl %q with plan %s: %w", impl, path, verr)
+				}
+			case err == nil:
+				p, err = plan.Read(path, reg)
+			}
 			if err != nil {
 				return &statusError{exitError, err}
 			}
@@ -95,6 +108,7 @@ Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 		},
 	}
 	cmd.Flags().IntVar(&repeat, "repeat", 3, "how many times to run the plan")
+	cmd.Flags().StringVar(&impl, "impl", "", "run this implementation (NAME or NAME@VERSION) instead of the plan's")
 	cmd.Flags().StringVar(&out, "out", "", "write each run's directory under this directory (default: none)")
 	cmd.Flags().DurationVar(&checkTimeout, "check-timeout", 0, "checker timeout per property (0: default)")
 	return cmd

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/releases"
+)
+
+// trackRecord is docs/track-record/record.json: the real bugs locklab reproduced, each
+// with a committed plan pinned to an affected release.
+const trackRecord = "../../docs/track-record"
+
+type recordedBug struct {
+	ID, Impl, Affected, Fixed, Plan string
+	Breaks                          []string
+}
+
+// TestTrackRecord replays every recorded bug's plan on its affected release, where each
+// property it breaks must be violated, and with --impl on the release that fixed it,
+// where none of them may be: the track record is a regression suite.
+func TestTrackRecord(t *testing.T) {
+	if os.Getenv(releases.EnvCache) == "" {
+		t.Setenv(releases.EnvCache, t.TempDir())
+	}
+	data, err := os.ReadFile(filepath.Join(trackRecord, "record.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var record struct{ Bugs []recordedBug }
+	if err := json.Unmarshal(data, &record); err != nil {
+		t.Fatalf("record.json: %v", err)
+	}
+	if len(record.Bugs) == 0 {
+		t.Fatal("record.json records no bug")
+	}
+	for _, b := range record.Bugs {
+		t.Run(b.ID, func(t *testing.T) {
+			t.Parallel()
+			plan := filepath.Join(trackRecord, b.Plan)
+			raw, err := os.ReadFile(plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf(`"impl": %q`, b.Impl+"@"+b.Affected); !strings.Contains(string(raw), want) {
+				t.Fatalf("%s is not pinned to the affected release (%s)", plan, want)
+			}
+			for _, c := range []struct {
+				release  string
+				violated bool
+			}{{b.Impl + "@" + b.Affected, true}, {b.Impl + "@" + b.Fixed, false}} {
+				_, stdout, stderr := locklab(t, "replay", plan, "--impl", c.release, "--repeat", "1")
+				for _, prop := range b.Breaks {
+					got := strings.Contains(stdout, prop+" 1/1")
+					if !strings.Contains(stdout, prop+" 0/1") && !got {
+						t.Fatalf("%s on %s: no tally of %s\n%s\n%s", b.ID, c.release, prop, stdout, stderr)
+					}
+					if got != c.violated {
+						t.Errorf("%s on %s: %s violated %v, want %v\n%s", b.ID, c.release, prop, got, c.violated, stdout)
+					}
+				}
+			}
+		})
+	}
+}
