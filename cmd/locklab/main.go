@@ -82,7 +82,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newAssessCmd(), newRunCmd(), newDemoCmd(), newCheckCmd(), newListCmd(), newMatrixCmd(), newExportCmd(), newTutorialCmd())
-	root.AddCommand(newCampaignCmd(), newReplayCmd(), newDetectionCmd(), newBenchCmd())
+	root.AddCommand(newCampaignCmd(), newReplayCmd(), newBisectCmd(), newDetectionCmd(), newBenchCmd())
 	addImplFlags(root)
 	return root
 }

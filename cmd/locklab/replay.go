@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/runner"
 )
@@ -44,19 +45,7 @@ Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			// The plan is read as written, then checked with the implementation it runs:
-			// --impl replays one plan against another lock or release (redsync@v4.12.1
-			// for a plan pinned to redsync@v4.12.0).
-			p, err := plan.Read(path, nil)
-			switch {
-			case err == nil && impl != "":
-				p.Impl = impl
-				if verr := p.Validate(reg); verr != nil {
-					err = fmt.Errorf("flag --impl %q with plan %s: %w", impl, path, verr)
-				}
-			case err == nil:
-				p, err = plan.Read(path, reg)
-			}
+			p, err := readPlanAs(path, impl, reg)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
@@ -112,4 +101,23 @@ Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 	cmd.Flags().StringVar(&out, "out", "", "write each run's directory under this directory (default: none)")
 	cmd.Flags().DurationVar(&checkTimeout, "check-timeout", 0, "checker timeout per property (0: default)")
 	return cmd
+}
+
+// readPlanAs reads the plan at path for implementation impl (the plan's own when ""):
+// the plan is read as written, then checked with the implementation it runs, so that
+// one plan runs against another lock or release (redsync@v4.12.1 for a plan pinned to
+// redsync@v4.12.0).
+func readPlanAs(path, impl string, reg *lockimpl.Registry) (plan.Plan, error) {
+	if impl == "" {
+		return plan.Read(path, reg)
+	}
+	p, err := plan.Read(path, nil)
+	if err != nil {
+		return p, err
+	}
+	p.Impl = impl
+	if err := p.Validate(reg); err != nil {
+		return p, fmt.Errorf("flag --impl %q with plan %s: %w", impl, path, err)
+	}
+	return p, nil
 }

@@ -67,3 +67,22 @@ func TestTrackRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestBisectFindsTheFix: bisect walks from a good release of npm redlock down to a bad one
+// and names the neighbours where the recorded bug's property changes: 4.0.0 refuses the
+// late release, 3.1.2 does not.
+func TestBisectFindsTheFix(t *testing.T) {
+	if os.Getenv(releases.EnvCache) == "" {
+		t.Setenv(releases.EnvCache, t.TempDir())
+	}
+	_, stdout, stderr := locklab(t, "bisect", "--impl", "node-redlock", "--good", "4.2.0", "--bad", "3.1.1", "--repeat", "1",
+		"--property", "P6", "--versions", "3.1.1,3.1.2,4.0.0,4.2.0", "--plan", filepath.Join(trackRecord, "node-redlock-unlock-votes-missing-keys.json"))
+	want := "node-redlock: the verdict changes between 4.0.0 (like --good 4.2.0) and 3.1.2 (like --bad 3.1.1), on P6; 4 releases tried"
+	if !strings.Contains(stdout, want) {
+		t.Errorf("bisect: want %q\n%s\n%s", want, stdout, stderr)
+	}
+	_, _, stderr = locklab(t, "bisect", "--impl", "node-redlock", "--good", "4.2.0", "--bad", "3.1.1", "--property", "P9", "--plan", filepath.Join(trackRecord, "node-redlock-unlock-votes-missing-keys.json"))
+	if !strings.Contains(stderr, `flag --property "P9": want one of P1, P2, P3, L1, P4, P5, P6`) {
+		t.Errorf("bisect --property P9: %s", stderr)
+	}
+}
