@@ -56,6 +56,9 @@ type Space struct {
 	// primaries with two replicas, and every failover cuts one replica only (faults'
 	// cut one): what WAIT does not save. Locks that cannot WAIT are left out.
 	Wait bool `json:"wait,omitempty"`
+	// Extend are the probabilities that a critical section extends its lease
+	// (plan.Plan.Extend) the generator draws from; none: 0, 0.5 and 1.
+	Extend []float64 `json:"extend,omitempty"`
 }
 
 // minCalmTTL is the shortest TTL a calm plan can have: work up to a quarter of it must
@@ -95,6 +98,7 @@ type space struct {
 	careful   bool
 	wait      bool
 	ttl       time.Duration // 0: drawn
+	extend    []float64
 }
 
 // resolve checks every name of s and works out, per implementation, the fencing modes and
@@ -105,9 +109,17 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 	if reg == nil {
 		reg = locks.All()
 	}
-	out := space{backend: s.Backend, minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm, careful: s.Careful, wait: s.Wait, ttl: s.TTL.D()}
+	out := space{backend: s.Backend, minFaults: s.MinFaults, maxFaults: s.MaxFaults, calm: s.Calm, careful: s.Careful, wait: s.Wait, ttl: s.TTL.D(), extend: s.Extend}
 	if err := plan.CheckBackend(s.Backend); err != nil {
 		return space{}, err
+	}
+	for _, x := range s.Extend {
+		if x < 0 || x > 1 || x != x {
+			return space{}, fmt.Errorf("extend %g: want a probability from 0 to 1", x)
+		}
+	}
+	if len(out.extend) == 0 {
+		out.extend = []float64{0, 0.5, 1}
 	}
 	if err := s.CheckTTL(); err != nil {
 		return space{}, err
@@ -323,7 +335,7 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 		p.WaitTimeout = plan.D(p.Timeout.D() / 2) // the WAIT times out before its command
 	}
 	p.Careless = !sp.careful && rapid.Bool().Draw(t, "careless") // Careful: no draw
-	p.Extend = rapid.SampledFrom([]float64{0, 0.5, 1}).Draw(t, "extend")
+	p.Extend = rapid.SampledFrom(sp.extend).Draw(t, "extend")
 	p.ImplOptions = drawOptions(t, impl)
 
 	if sp.maxFaults > 0 && len(tc.kinds) > 0 {

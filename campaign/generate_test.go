@@ -256,6 +256,35 @@ func TestSpaceTTLFixesTheTTL(t *testing.T) {
 	}
 }
 
+// TestSpaceExtendRaisesTheExtends: a space that asks every section to extend draws only
+// plans that do, and may then pause a client right before its extend; a probability
+// outside 0..1 is refused.
+func TestSpaceExtendRaisesTheExtends(t *testing.T) {
+	reg := locks.All()
+	gen, err := PlanGen(reg, Space{Impls: []string{"setnx"}, Faults: []string{"client-pause"}, MinFaults: 1, Extend: []float64{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	beforeExtend := 0
+	for i := range 300 {
+		p := gen.Example(i + 1)
+		if p.Extend != 1 {
+			t.Fatalf("draw %d: extend %g, want 1", i, p.Extend)
+		}
+		for _, f := range p.Faults {
+			if f.Point == "before-extend" {
+				beforeExtend++
+			}
+		}
+	}
+	if beforeExtend == 0 {
+		t.Error("no pause before an extend in 300 draws")
+	}
+	if _, err := PlanGen(reg, Space{Extend: []float64{1.5}}); err == nil || !strings.Contains(err.Error(), "extend 1.5: want a probability from 0 to 1") {
+		t.Errorf("extend 1.5: %v", err)
+	}
+}
+
 // TestSpaceErrorsNameTheKnownValues: a typo in a space is an error that lists what exists.
 func TestSpaceErrorsNameTheKnownValues(t *testing.T) {
 	reg := locks.All()

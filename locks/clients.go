@@ -2,6 +2,7 @@ package locks
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,7 +24,7 @@ import (
 type Client struct {
 	Name        string   `json:"name"`
 	Command     []string `json:"command"`
-	Topology    string   `json:"topology"` // single (default), nodes or etcd
+	Topology    string   `json:"topology"` // single, nodes or etcd; "": the hello's, else single
 	Description string   `json:"description"`
 	// Place is where it was given (a flag, file:line: field), for errors.
 	Place string `json:"-"`
@@ -46,7 +47,7 @@ func ParseImplCmd(value, place string) (Client, error) {
 	if err != nil {
 		return Client{}, fmt.Errorf("%s: %w", place, err)
 	}
-	return Client{Name: strings.TrimSpace(name), Command: argv, Topology: cluster.Single, Place: place}, nil
+	return Client{Name: strings.TrimSpace(name), Command: argv, Place: place}, nil
 }
 
 // ReadFile reads a locks.json file ({"locks": [...]}); its errors name the file, the line
@@ -75,9 +76,6 @@ func ReadFile(path, flag string) ([]Client, error) {
 		c := &doc.Locks[i]
 		field := fmt.Sprintf("locks[%d]", i)
 		c.Place = fmt.Sprintf("%s:%d: %s", path, max(1, jsonfile.FieldLine(data, field)), field)
-		if c.Topology == "" {
-			c.Topology = cluster.Single
-		}
 		if len(c.Command) == 0 || c.Command[0] == "" {
 			return nil, fmt.Errorf("%s.command: want the client's argv, e.g. [\"python3\", \"my_lock.py\"]", c.Place)
 		}
@@ -118,15 +116,20 @@ func Register(ctx context.Context, reg *lockimpl.Registry, clients []Client) err
 		if _, err := reg.Get(c.Name); err == nil {
 			return fmt.Errorf("%s: %q is already registered", c.Place, c.Name)
 		}
-		h, err := subprocess.Describe(ctx, c.Command, c.Topology, lockimpl.Config{Addrs: cl.LockAddrs(), Timeout: 2 * time.Second})
+		h, err := subprocess.Describe(ctx, c.Command, cmp.Or(c.Topology, cluster.Single), lockimpl.Config{Addrs: cl.LockAddrs(), Timeout: 2 * time.Second})
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.Place, err)
 		}
+		// The topology is the registration's, else the hello's, else single.
+		if c.Topology != "" && h.Topology != "" && c.Topology != h.Topology {
+			return fmt.Errorf("%s: registered with topology %q, but its hello says %q", c.Place, c.Topology, h.Topology)
+		}
+		topology := cmp.Or(c.Topology, h.Topology, cluster.Single)
 		desc := c.Description
 		if desc == "" {
 			desc = fmt.Sprintf("%s (command: %s)", h.Name, access.RedactCommand(c.Command))
 		}
-		impl, err := subprocess.SubprocessOn(c.Topology, c.Name, desc, c.Command, h.Fencing)
+		impl, err := subprocess.SubprocessOn(topology, c.Name, desc, c.Command, h.Fencing)
 		if err == nil {
 			impl.NoExtend, impl.Options = !h.Extend, h.Options
 			err = reg.Register(impl)

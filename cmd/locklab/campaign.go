@@ -26,6 +26,7 @@ func newCampaignCmd() *cobra.Command {
 		impls, faultKinds, fencing, topologies []string
 		maxFaults                              int
 		ttl                                    time.Duration
+		extend                                 []float64
 		seed                                   int64
 		shard, class, backend                  string
 		calm, failOnFindings                   bool
@@ -77,12 +78,12 @@ found its class is never inconclusive).`,
 				return &statusError{exitError, err}
 			}
 			o.Registry, o.Thresholds = reg, &th
-			o.Space = campaign.Space{Impls: campaignTrim(impls), Faults: campaignTrim(faultKinds), Fencings: campaignTrim(fencing), Topologies: campaignTrim(topologies), MaxFaults: maxFaults, Calm: calm, Backend: backend, TTL: plan.D(ttl)}
+			o.Space = campaign.Space{Impls: campaignTrim(impls), Faults: campaignTrim(faultKinds), Fencings: campaignTrim(fencing), Topologies: campaignTrim(topologies), MaxFaults: maxFaults, Calm: calm, Backend: backend, TTL: plan.D(ttl), Extend: extend}
 			if fs.Changed("max-faults") && maxFaults == 0 {
 				o.Space.MaxFaults = -1
 			}
 			if class != "" {
-				for _, name := range []string{"impl", "faults", "fencing", "topology", "max-faults", "calm", "ttl"} {
+				for _, name := range []string{"impl", "faults", "fencing", "topology", "max-faults", "calm", "ttl", "extend"} {
 					if fs.Changed(name) {
 						return &statusError{exitError, fmt.Errorf("flag --%s: --class sets the space itself", name)}
 					}
@@ -97,7 +98,7 @@ found its class is never inconclusive).`,
 				return &statusError{exitError, fmt.Errorf("flag --ttl: %w", err)}
 			}
 			if _, err := campaign.PlanGen(reg, o.Space); err != nil && o.Class == nil {
-				return &statusError{exitError, fmt.Errorf("flags --impl/--faults/--fencing/--topology: %w", err)}
+				return &statusError{exitError, fmt.Errorf("flags --impl/--faults/--fencing/--topology/--extend: %w", err)}
 			}
 			o.Shard = campaign.Shard{I: 0, N: 1}
 			if shard != "" {
@@ -150,6 +151,7 @@ found its class is never inconclusive).`,
 	f.StringSliceVar(&topologies, "topology", nil, "topology kinds to draw from: single, replicated, nodes, etcd, cluster (default: every one an implementation runs on)")
 	f.IntVar(&maxFaults, "max-faults", campaign.DefaultMaxFaults, "faults per plan at most")
 	f.BoolVar(&calm, "calm", false, "only calm workloads: work at most a quarter of the TTL")
+	f.Float64SliceVar(&extend, "extend", nil, "probabilities that a critical section extends its lease, drawn per plan (default 0,0.5,1)")
 	f.DurationVar(&ttl, "ttl", 0, "every plan's TTL, in whole milliseconds (default: drawn from 200ms to 1s per plan); work and fault times follow it")
 	f.Int64Var(&seed, "seed", 0, "campaign seed (default: from the time, printed); the same seed draws the same plans")
 	f.StringVar(&o.Out, "out", "out/campaign", "output directory: runs/, failures/, summary.json, summary.md, junit.xml, index.html")

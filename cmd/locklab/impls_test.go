@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -69,4 +70,20 @@ func TestImplCmdErrorsNameTheirPlace(t *testing.T) {
 		{[]string{"list", "--locks", unknown}, `unknown field "cmd"`},
 		{[]string{"list", "--locks", filepath.Join(dir, "missing.json")}, "flag --locks:"},
 	})
+}
+
+// TestHelloDeclaresTheTopology: a client registered by command says in its hello that it
+// runs on N independent servers; a registration that names another topology is refused.
+func TestHelloDeclaresTheTopology(t *testing.T) {
+	hello := `/bin/sh -c 'echo {\"hello\":\"locklab-lock/1\",\"name\":\"n\",\"fencing\":false,\"topology\":\"nodes\"}; sleep 5'`
+	code, stdout, stderr := locklab(t, "list", "--impl-cmd", "multi="+hello)
+	if code != exitOK || !regexp.MustCompile(`(?m)^multi\s+none\s+nodes\s`).MatchString(stdout) {
+		t.Fatalf("list: exit %d, want multi on nodes\n%s\n%s", code, stdout, stderr)
+	}
+	locks := filepath.Join(t.TempDir(), "locks.json")
+	doc := `{"locks": [{"name": "multi", "topology": "single", "command": ["/bin/sh", "-c", "echo '{\"hello\":\"locklab-lock/1\",\"name\":\"n\",\"fencing\":false,\"topology\":\"nodes\"}'; sleep 5"]}]}`
+	if err := os.WriteFile(locks, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, []flagCase{{[]string{"list", "--locks", locks}, `locks[0]: registered with topology "single", but its hello says "nodes"`}})
 }

@@ -14,6 +14,9 @@ type Hello struct {
 	Name    string `json:"name"`
 	Fencing bool   `json:"fencing"`
 	Extend  bool   `json:"extend"`
+	// Topology is the topology the client says it runs on (its hello's "topology"), "" when
+	// it does not say.
+	Topology string `json:"topology,omitempty"`
 	// Options are the settings the client declared (its hello's "options").
 	Options []lockimpl.Option `json:"-"`
 }
@@ -45,7 +48,7 @@ func Describe(ctx context.Context, argv []string, topology string, cfg lockimpl.
 	if killErr != nil {
 		return Hello{}, killErr
 	}
-	out := Hello{Name: h.Name, Fencing: *h.Fencing, Extend: h.extends()}
+	out := Hello{Name: h.Name, Fencing: *h.Fencing, Extend: h.extends(), Topology: h.Topology}
 	for k, w := range h.Options {
 		o, err := w.Option()
 		if err != nil {

@@ -714,6 +714,8 @@ type subprocessHello struct {
 	Name    string  `json:"name"`
 	Fencing *bool   `json:"fencing"`
 	Extend  *bool   `json:"extend"` // absent means true
+	// Topology is what the client runs on, when it says (registration by command only).
+	Topology string `json:"topology"`
 	// Options are the settings the client takes from LOCKLAB_OPTIONS (registration by
 	// command only: a built-in client's options are declared in Go).
 	Options []lockimpl.WireOption `json:"options"`
