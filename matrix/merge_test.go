@@ -1,6 +1,8 @@
 package matrix
 
 import (
+	lin "github.com/locklab/locklab/linearizability"
+
 	"strings"
 	"testing"
 )
@@ -104,5 +106,32 @@ func TestMergeAddsAColumnToRowsRunBefore(t *testing.T) {
 	other.Fencings = []string{"off", "full"}
 	if _, err := Merge("out/m", []string{"out/a", "out/d"}, []Result{old, other}); err == nil || !strings.Contains(err.Error(), "fencing modes off against off,full") {
 		t.Errorf("other fencing modes: %v, want them refused", err)
+	}
+}
+
+// TestReleaseDiffs: columns of one library's releases disagree where their runs broke
+// different properties; other columns, and cells alike, are no difference.
+func TestReleaseDiffs(t *testing.T) {
+	cell := func(scenario, impl string, illegal ...lin.Property) Cell {
+		c := Cell{Scenario: scenario, Impl: impl, Fencing: "off", Status: CellPlanned, Counts: map[lin.Property]VerdictCounts{},
+			Runs: []CellRun{{Dir: "runs/" + scenario + "/" + impl + "/off/0", Link: "runs/" + scenario + "/" + impl + "/off/0/history.html"}}}
+		for _, p := range illegal {
+			c.Counts[p] = VerdictCounts{Illegal: 1}
+			c.Runs[0].Verdicts = map[lin.Property]lin.Verdict{p: lin.Illegal}
+		}
+		return c
+	}
+	m := Result{Impls: []Impl{{Name: "setnx"}, {Name: "node-redlock@3.1.2"}, {Name: "node-redlock@4.0.0"}}, Fencings: []string{"off"},
+		Scenarios: []Scenario{{Name: "baseline"}, {Name: "late-extend"}},
+		Cells: []Cell{
+			cell("baseline", "setnx"), cell("baseline", "node-redlock@3.1.2"), cell("baseline", "node-redlock@4.0.0"),
+			cell("late-extend", "setnx", lin.P1), cell("late-extend", "node-redlock@3.1.2", lin.P1, lin.P6), cell("late-extend", "node-redlock@4.0.0", lin.P1),
+		}}
+	diffs := m.ReleaseDiffs()
+	if len(diffs) != 1 || diffs[0].Scenario != "late-extend" || diffs[0].Impl != "node-redlock" || len(diffs[0].Cells) != 2 {
+		t.Fatalf("diffs %+v: want late-extend between the two node-redlock releases", diffs)
+	}
+	if tl := diffs[0].Cells[0].Timeline(); tl != "runs/late-extend/node-redlock@3.1.2/off/0/timeline.svg" {
+		t.Errorf("timeline %q", tl)
 	}
 }

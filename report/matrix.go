@@ -73,6 +73,12 @@ type matrixView struct {
 	Tables []tableView
 	Notes  []noteView
 	Legend []string
+	Diffs  []diffView // cells where releases of one library disagree
+}
+
+type diffView struct {
+	Scenario, Fencing string
+	Cells             []struct{ Impl, Summary, Class, Link, Timeline string }
 }
 
 type tableView struct {
@@ -273,6 +279,16 @@ func MatrixMarkdown(m matrix.Result, links bool) string {
 			b.WriteString("\n")
 		}
 	}
+	if diffs := m.ReleaseDiffs(); len(diffs) > 0 {
+		fmt.Fprintf(&b, "\n**Where the releases differ** (%s; each links its first violating run, whose timeline is beside it):\n\n", strings.TrimSuffix(fmt.Sprintf("%d cells", len(diffs)), map[bool]string{true: "s"}[len(diffs) == 1]))
+		for _, d := range diffs {
+			var sides []string
+			for _, c := range d.Cells {
+				sides = append(sides, fmt.Sprintf("%s [%s](%s)", mdEscape(c.Impl), c.Summary(), c.Link()))
+			}
+			fmt.Fprintf(&b, "- %s, fencing %s: %s\n", mdEscape(d.Scenario), d.Fencing, strings.Join(sides, " against "))
+		}
+	}
 	if len(v.Notes) > 0 {
 		b.WriteString("\nNotes:\n\n")
 		for _, n := range v.Notes {
@@ -304,7 +320,15 @@ func superscript(n int) string {
 // MatrixHTML is the matrix as a self-contained page: coloured cells, every run linked.
 func MatrixHTML(m matrix.Result) ([]byte, error) {
 	var b bytes.Buffer
-	if err := matrixPage.Execute(&b, matrixViewOf(m, true, nil)); err != nil {
+	v := matrixViewOf(m, true, nil)
+	for _, d := range m.ReleaseDiffs() {
+		dv := diffView{Scenario: d.Scenario, Fencing: d.Fencing}
+		for _, c := range d.Cells {
+			dv.Cells = append(dv.Cells, struct{ Impl, Summary, Class, Link, Timeline string }{c.Impl, c.Summary(), c.Class(), c.Link(), c.Timeline()})
+		}
+		v.Diffs = append(v.Diffs, dv)
+	}
+	if err := matrixPage.Execute(&b, v); err != nil {
 		return nil, fmt.Errorf("render %s: %w", matrix.HTMLFile, err)
 	}
 	return b.Bytes(), nil
@@ -336,7 +360,9 @@ a { color: inherit; }
 <tr><th class="scenario">scenario</th>{{range .Impls}}<th title="{{.Title}}">{{.Name}}{{if .Mutant}}<span class="sub">mutant</span>{{end}}<span class="sub">fence source {{.FenceSource}}</span></th>{{end}}</tr>
 {{range .Rows}}<tr><td class="scenario" title="{{.Title}}">{{.Scenario}}</td>{{range .Cells}}<td class="{{.Class}}"{{if .Title}} title="{{.Title}}"{{end}}>{{if .Link}}<a href="{{.Link}}">{{.Summary}}</a>{{else}}{{.Summary}}{{end}}{{.Note}}{{if .Runs}}<span class="runs">{{range .Runs}}<a class="{{.Class}}" href="{{.Link}}" title="{{.Title}}">{{.Label}}</a>{{end}}</span>{{end}}</td>{{end}}</tr>
 {{end}}</table>
-{{end}}{{if .Notes}}<h2>Notes</h2>
+{{end}}{{if .Diffs}}<h2>Where the releases differ</h2>
+<table>{{range .Diffs}}<tr><td class="scenario">{{.Scenario}}<span class="sub">fencing {{.Fencing}}</span></td>{{range .Cells}}<td class="{{.Class}}"><a href="{{.Link}}">{{.Impl}}: {{.Summary}}</a>{{if .Timeline}}<br><a href="{{.Link}}"><img src="{{.Timeline}}" alt="timeline of {{.Impl}}" width="480"></a>{{end}}</td>{{end}}</tr>
+{{end}}</table>{{end}}{{if .Notes}}<h2>Notes</h2>
 <ol>{{range .Notes}}<li>{{range $i, $c := .Cells}}{{if $i}}, {{end}}{{$c}}{{end}}: {{.Text}}</li>
 {{end}}</ol>{{end}}
 <h2>Legend</h2>
