@@ -21,7 +21,7 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.json")
 	wantRefused(t, []flagCase{
-		{[]string{"campaign", "--impl", "nope", "--out", dir}, `flags --impl/--faults/--fencing/--topology: unknown lock implementation "nope"`},
+		{[]string{"campaign", "--impl", "nope", "--out", dir}, `flags --impl/--faults/--fencing/--topology/--extend: unknown lock implementation "nope"`},
 		{[]string{"campaign", "--topology", "ring", "--out", dir}, `unknown topology "ring" (known: single, replicated, nodes, etcd, cluster)`},
 		{[]string{"campaign", "--impl", "redlock", "--topology", "cluster", "--out", dir}, "redlock runs on none of the topologies cluster"},
 		{[]string{"campaign", "--class", "clock-jump", "--topology", "cluster", "--out", dir}, "flag --topology: --class sets the space itself"},
@@ -32,6 +32,7 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"campaign", "--class", "nope", "--out", dir}, `flag --class: unknown bug class "nope" (known: pause-past-ttl`},
 		{[]string{"campaign", "--class", "clock-jump", "--impl", "fenced", "--out", dir}, "flag --impl: --class sets the space itself"},
 		{[]string{"campaign", "--parallel", "0", "--out", dir}, "flag --parallel: want at least 1"},
+		{[]string{"campaign", "--extend", "1.5", "--out", dir}, "flags --impl/--faults/--fencing/--topology/--extend: extend 1.5: want a probability from 0 to 1"},
 		{[]string{"campaign", "--ttl", "100ms", "--calm", "--out", dir}, "flag --ttl: ttl 100ms: calm workloads need a ttl of at least 200ms"},
 		{[]string{"campaign", "--class", "clock-jump", "--ttl", "100ms", "--out", dir}, "flag --ttl: --class sets the space itself"},
 		{[]string{"campaign", "--duration", "0", "--out", dir}, "flags --duration and --max-runs"},
