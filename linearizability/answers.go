@@ -85,7 +85,7 @@ func checkAnswers(h histories.History) PropertyResult {
 	case len(bad) > 0:
 		r.Verdict = Illegal
 		f := describeImpossible(h, bad)
-		r.Explanation, r.At, r.Until = f.text, f.at, f.until
+		r.Explanation, r.Shape, r.At, r.Until = f.text, f.shape, f.at, f.until
 	case r.Ops == 0:
 		r.Verdict, r.Explanation = NA, "no extend or release of a granted lease was answered ok"
 	default:
@@ -138,5 +138,5 @@ func describeImpossible(h histories.History, bad []impossible) finding {
 	if len(bad) > 1 {
 		text += fmt.Sprintf("; %d impossible answers in all (%d extends, %d releases)", len(bad), extends, releases)
 	}
-	return finding{text: text, at: other.Return, until: max(ans.Return, ans.Call)}
+	return finding{text: text, shape: what + " ok after another's grant", at: other.Return, until: max(ans.Return, ans.Call)}
 }

@@ -70,6 +70,15 @@ func TestHonestAnswers(t *testing.T) {
 					t.Errorf("explanation %q does not say %q", r.Explanation, m)
 				}
 			}
+			if r.Verdict == Illegal {
+				// The shape names the first impossible answer's kind, as the explanation does.
+				kind, _, _ := strings.Cut(r.Shape, " ")
+				if r.Shape != kind+" ok after another's grant" || !strings.Contains(r.Explanation, "'s "+kind+" of lock") {
+					t.Errorf("shape %q for %q", r.Shape, r.Explanation)
+				}
+			} else if r.Shape != "" {
+				t.Errorf("shape %q on a verdict %s", r.Shape, r.Verdict)
+			}
 			if r.Verdict == Illegal && (r.At <= 0 || r.Until < r.At) {
 				t.Errorf("span %d–%d, want the other grant's return to the answer", r.At, r.Until)
 			}

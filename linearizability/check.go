@@ -159,7 +159,7 @@ func (c *checker) progress() PropertyResult {
 	r := PropertyResult{Property: L1, Verdict: v, Ops: n}
 	switch v {
 	case Illegal:
-		r.Explanation, r.At, r.Until = f.text, f.at, max(f.until, f.at)
+		r.Explanation, r.Shape, r.At, r.Until = f.text, f.shape, f.at, max(f.until, f.at)
 	case NA:
 		r.Explanation = f.text
 	}

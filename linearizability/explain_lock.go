@@ -13,6 +13,7 @@ import (
 // it is about, for the visualisation.
 type finding struct {
 	text      string
+	shape     string // PropertyResult.Shape
 	at, until int64
 }
 
@@ -79,7 +80,7 @@ func explainExclusion(h histories.History, bs map[string][]belief) finding {
 			holders[op.Key] = holding{b, e.op}
 		}
 	}
-	return finding{text: "Porcupine found no order of the lock operations that keeps beliefs exclusive; see the visualisation"}
+	return finding{text: "Porcupine found no order of the lock operations that keeps beliefs exclusive; see the visualisation", shape: "no exclusive order"}
 }
 
 // describeCollision words the failed replay step: operation i at time t, with the lock
@@ -91,9 +92,9 @@ func describeCollision(h histories.History, bs map[string][]belief, i int, t int
 		holder := h.Ops[holderAcq]
 		if self {
 			return finding{text: fmt.Sprintf("%s acquired lock %q at %s although it already held it since %s",
-				who, op.Key, seconds(t), seconds(holder.Return)), at: holder.Return, until: t}
+				who, op.Key, seconds(t), seconds(holder.Return)), shape: "acquire ok while its holder", at: holder.Return, until: t}
 		}
-		f := finding{at: t, until: t}
+		f := finding{at: t, until: t, shape: "acquire ok while another believed"}
 		still := ""
 		if b, ok := beliefOf(bs, op.Key, holderAcq); ok {
 			f.until = b.end
@@ -108,8 +109,9 @@ func describeCollision(h histories.History, bs map[string][]belief, i int, t int
 		return f
 	}
 	verb := map[histories.Kind]string{histories.Release: "released", histories.Extend: "extended"}[op.Kind]
-	f := finding{at: t, until: t}
+	f := finding{at: t, until: t, shape: fmt.Sprintf("%s ok not held", op.Kind)}
 	if held {
+		f.shape = fmt.Sprintf("%s ok while another held", op.Kind)
 		holder := h.Ops[holderAcq]
 		f.text = fmt.Sprintf("%s %s lock %q successfully at %s although process %d (client %d) held it since %s: it %s a lock it did not hold",
 			who, verb, op.Key, seconds(t), holder.Process, holder.Client, seconds(holder.Return), verb)
@@ -165,7 +167,7 @@ func explainFences(h histories.History) finding {
 		}
 	}
 	if first == nil {
-		return finding{text: "Porcupine found no order in which the granted fences increase; see the visualisation"}
+		return finding{text: "Porcupine found no order in which the granted fences increase; see the visualisation", shape: "no increasing order"}
 	}
 	return *first
 }
@@ -193,7 +195,7 @@ func firstFenceViolation(h histories.History, key string, idx []int) (finding, i
 			return finding{
 				text: fmt.Sprintf("process %d (client %d) was granted fence %d for lock %q at %s after process %d (client %d) had already been granted fence %d at %s",
 					op.Process, op.Client, f, key, seconds(op.Return), prev.Process, prev.Client, prev.Output.Fence, seconds(prev.Return)),
-				at: prev.Return, until: op.Return,
+				shape: "fence not above an earlier grant", at: prev.Return, until: op.Return,
 			}, op.Call, true
 		}
 		if j, dup := seen[f]; dup {
@@ -201,7 +203,7 @@ func firstFenceViolation(h histories.History, key string, idx []int) (finding, i
 			return finding{
 				text: fmt.Sprintf("processes %d (client %d) and %d (client %d) were both granted fence %d for lock %q (at %s and %s)",
 					prev.Process, prev.Client, op.Process, op.Client, f, key, seconds(prev.Return), seconds(op.Return)),
-				at: min(prev.Return, op.Return), until: max(prev.Return, op.Return),
+				shape: "fence granted twice", at: min(prev.Return, op.Return), until: max(prev.Return, op.Return),
 			}, op.Call, true
 		}
 		seen[f] = i

@@ -22,7 +22,7 @@ func explainStore(h histories.History, mode model.Fencing, ops []porcupine.Opera
 	parts := m.Partition(ops) // the same deterministic partitions Porcupine used
 	partials := info.PartialLinearizationsOperations()
 	if res != porcupine.Illegal || len(partials) != len(parts) {
-		return finding{text: fmt.Sprintf("Porcupine could not pinpoint the violation within %s; see the visualisation", timeout)}
+		return finding{text: fmt.Sprintf("Porcupine could not pinpoint the violation within %s; see the visualisation", timeout), shape: "not pinpointed"}
 	}
 	var first *finding
 	var firstRet int64
@@ -42,7 +42,7 @@ func explainStore(h histories.History, mode model.Fencing, ops []porcupine.Opera
 		}
 	}
 	if first == nil {
-		return finding{text: "Porcupine found no order of the store operations that the locked register allows; see the visualisation"}
+		return finding{text: "Porcupine found no order of the store operations that the locked register allows; see the visualisation", shape: "no order"}
 	}
 	return *first
 }
@@ -70,7 +70,7 @@ func explainStuckKey(h histories.History, mode model.Fencing, part, longest []po
 	sm := meta(stuck)
 	rec := h.Ops[sm.Index]
 	in, out := stuck.Input.(model.RegisterInput), stuck.Output.(model.RegisterOutput)
-	f := finding{at: rec.Call, until: rec.Return}
+	f := finding{at: rec.Call, until: rec.Return, shape: storeShape(rec)}
 	what := describeStoreOp(rec)
 	for _, s := range states {
 		why := model.WhyIllegal(mode, s, in, out)
@@ -146,6 +146,19 @@ func describeStoreOp(op histories.Op) string {
 	}
 	return fmt.Sprintf("process %d (client %d)'s %s (called at %s, %s at %s)",
 		op.Process, op.Client, what, seconds(op.Call), result, seconds(op.Return))
+}
+
+// storeShape is the kind of store operation a P2 violation blames: "read ok", "write
+// ok", "fenced write rejected".
+func storeShape(op histories.Op) string {
+	s := fmt.Sprintf("%s %s", op.Kind, op.Outcome)
+	if op.Outcome == histories.Fail {
+		s = fmt.Sprintf("%s rejected", op.Kind)
+	}
+	if op.Input.Fence > 0 {
+		s = "fenced " + s
+	}
+	return s
 }
 
 // meta is the conversion's metadata of op.

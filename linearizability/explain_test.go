@@ -80,6 +80,16 @@ func TestExplanations(t *testing.T) {
 			op(b, histories.Acquire, "k", histories.OK, 5, 20, fence(4)),
 		), P3, `processes 0 (client 0) and 1 (client 1) were both granted fence 4 for lock "k" (at 0.030 s and 0.020 s)`},
 	}
+	// The shape of each: the same words for every violation made the same way.
+	shapes := map[string]string{
+		"P1 two holders": "acquire ok while another believed", "P1 holder never let go": "acquire ok while another believed",
+		"P1 release called the instant the acquire returned": "acquire ok while another believed",
+		"P1 re-acquire": "acquire ok while its holder", "P1 release of someone else's lock": "release ok while another held",
+		"P1 extend after the belief ended": "extend ok not held", "P1 release without acquire": "release ok not held",
+		"P2 lost update": "fenced write ok", "P2 stale fence accepted": "fenced write ok", "P2 current fence rejected": "fenced write rejected",
+		"P2 lost update although fencing writes": "fenced write ok", "P2 stale read": "read ok",
+		"P3 decreasing": "fence not above an earlier grant", "P3 concurrent duplicate": "fence granted twice",
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := checkOrFail(t, tt.h, Options{})
@@ -89,6 +99,9 @@ func TestExplanations(t *testing.T) {
 			}
 			if pr.Explanation != tt.want {
 				t.Errorf("explanation\n got: %s\nwant: %s", pr.Explanation, tt.want)
+			}
+			if pr.Shape != shapes[tt.name] {
+				t.Errorf("shape %q, want %q", pr.Shape, shapes[tt.name])
 			}
 		})
 	}

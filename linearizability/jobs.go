@@ -93,6 +93,7 @@ func checkAtMostOnce(h histories.History) PropertyResult {
 	r.Verdict = OK
 	if len(twice) > 0 {
 		r.Verdict = Illegal
+		r.Shape = "a job's side effect twice"
 		r.Explanation = fmt.Sprintf("%d of %d jobs ran their side effect more than once; the first, %s",
 			len(twice), len(trails), trailStory(h, twice[0]))
 	}
@@ -134,6 +135,7 @@ func checkAtLeastOnce(h histories.History) PropertyResult {
 	r.Verdict = OK
 	if len(lost) > 0 {
 		r.Verdict = Illegal
+		r.Shape = "an enqueued job never ran"
 		r.Explanation = fmt.Sprintf("%d of %d enqueued jobs never ran their side effect; the first, %s",
 			len(lost), enqueued, trailStory(h, lost[0]))
 	}

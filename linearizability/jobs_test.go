@@ -42,6 +42,9 @@ func TestAtMostOnce(t *testing.T) {
 	if r.Verdict != Illegal || !strings.Contains(r.Explanation, "j0") || !strings.Contains(r.Explanation, "re-delivered") {
 		t.Errorf("two runs: %s %q", r.Verdict, r.Explanation)
 	}
+	if r.Shape != "a job's side effect twice" {
+		t.Errorf("two runs: shape %q", r.Shape)
+	}
 	// A second effect whose outcome is unknown took effect: only the ledger read at the end says so.
 	unsure := append(jobRun("j0", 0, 10, 1, histories.OK), jobRun("j0", 1, 20, 0, histories.Unknown)...)
 	unsure = append(unsure, enqueue("j0", 0), tally("j0", 2, 100), tally(histories.TallyEnd, 1, 100))
@@ -72,6 +75,9 @@ func TestAtLeastOnce(t *testing.T) {
 	if r.Verdict != Illegal || !strings.Contains(r.Explanation, "1 of 2 enqueued jobs") ||
 		!strings.Contains(r.Explanation, "j1") || !strings.Contains(r.Explanation, "skipped by client 1") {
 		t.Errorf("a skipped job never run: %s %q", r.Verdict, r.Explanation)
+	}
+	if r.Shape != "an enqueued job never ran" {
+		t.Errorf("a skipped job never run: shape %q", r.Shape)
 	}
 	// Without the closing read-back nothing can be called lost.
 	if r := checkAtLeastOnce(jobHistory(skipped...)); r.Verdict != Unknown {

@@ -127,14 +127,16 @@ func firstStuck(h histories.History, key string, bs []belief, unknowns []letGo, 
 		}
 		text := fmt.Sprintf("lock %q stayed taken for %.3f s after %s at %s with ttl %s: process %d (client %d)'s acquire at %s failed with nobody holding it",
 			key, float64(c.Call-last.at)/1e9, last.why, seconds(last.at), last.ttl, c.Process, c.Client, seconds(c.Call))
+		shape := "acquire refused past the ttl"
 		if r, ok := releaseInFlight(h, key, c.Call); ok {
+			shape += " during a stuck release"
 			text += fmt.Sprintf("; process %d (client %d) was stuck inside its release, called at %s and not returned by then: a holder that has let go but whose lock still renews the lease keeps it taken",
 				r.Process, r.Client, seconds(r.Call))
 		}
 		if faults := activeFaults(h, c.Call); faults != "" {
 			text += " (active faults: " + faults + ")"
 		}
-		return finding{text: text, at: last.at, until: c.Return}, c.Call, true
+		return finding{text: text, shape: shape, at: last.at, until: c.Return}, c.Call, true
 	}
 	return finding{}, 0, false
 }

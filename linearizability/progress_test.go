@@ -126,6 +126,9 @@ func TestProgress(t *testing.T) {
 					t.Errorf("explanation %q does not say %q", pr.Explanation, s)
 				}
 			}
+			if want := "acquire refused past the ttl"; pr.Verdict == Illegal && pr.Shape != want {
+				t.Errorf("shape %q, want %q", pr.Shape, want)
+			}
 		})
 	}
 }

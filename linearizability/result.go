@@ -71,6 +71,10 @@ type PropertyResult struct {
 	Property    Property `json:"property"`
 	Verdict     Verdict  `json:"verdict"`
 	Explanation string   `json:"explanation,omitempty"` // illegal: the first violation in plain language; unknown, n/a: why
+	// Shape (illegal only) is what the first violation is made of, in a few words without
+	// times, processes or keys ("acquire ok while another believed"): the same for every
+	// run that breaks the property the same way, so findings can be grouped by it.
+	Shape string `json:"shape,omitempty"`
 	// At and Until (illegal only) are the span of the first violation, in ns since the
 	// run's base: where a picture of the run puts it.
 	At      int64         `json:"at_ns,omitempty"`

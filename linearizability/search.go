@@ -135,7 +135,7 @@ func (c *checker) verdict(s search, parts []partition) PropertyResult {
 		slices.Sort(suspects)
 		f := s.explain(s.sel.Convert(c.h, suspects, histories.Lanes(c.h.Ops)))
 		r.Elapsed += time.Since(start)
-		r.Verdict, r.Explanation, r.At, r.Until = Illegal, f.text, f.at, max(f.until, f.at)
+		r.Verdict, r.Explanation, r.Shape, r.At, r.Until = Illegal, f.text, f.shape, f.at, max(f.until, f.at)
 	case len(r.Undecided) > 0:
 		r.Verdict, r.Explanation = Unknown, undecidedText(c.opts.Timeout, r.Undecided, len(parts))
 	default:
