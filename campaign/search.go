@@ -45,6 +45,7 @@ const (
 	PlanRunsDir = "runs"     // runs/NNNNN: a generated plan's run (kept when it failed)
 	ShrinkDir   = "shrink"   // shrink/NNNNN/CCC: shrink candidates while shrinking (removed after)
 	FailuresDir = "failures" // failures/NNNNN: plan.json (smallest confirmed), original.json, report/
+	CompareDir  = "compare"  // compare/NNNNN/K: a confirmed failure's plan run on CompareWith
 )
 
 // Shard is one of N disjoint parts of a campaign's plan sequence: plans i with i ≡ I mod N.
@@ -102,6 +103,10 @@ type SearchOptions struct {
 	Checked func(plan.Plan, lin.Result)
 	// Thresholds, when set, are recorded in the summary: what it must decide to be conclusive.
 	Thresholds *gate.Thresholds
+	// CompareWith, when set, is another release of a library the campaign runs
+	// (NAME@VERSION): each confirmed failure of that library's releases runs its saved
+	// plan there CompareRuns times and is labelled "also in" or "fixed in" it.
+	CompareWith string
 }
 
 // Progress is a campaign's state, as the progress line shows it.
@@ -195,6 +200,14 @@ func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
 	gen, err := PlanGen(o.Registry, sp)
 	if err != nil {
 		return nil, fmt.Errorf("campaign: %w", err)
+	}
+	if o.CompareWith != "" {
+		if o.Confirm < 0 {
+			return nil, errors.New("campaign: compare with " + o.CompareWith + ": only confirmed failures are compared, and confirming is off")
+		}
+		if err := CheckCompareWith(o.Registry, o.CompareWith, sp.Impls); err != nil {
+			return nil, fmt.Errorf("campaign: %w", err)
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(o.Out, PlanRunsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("campaign: %w", err)
@@ -373,8 +386,10 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 		f.Target, _ = s.target(p, illegal, by)
 		// Only the first failure of its kind is confirmed and shrunk: the campaign
 		// would otherwise spend its time shrinking the same bug (a mutant fails in most of
-		// its runs). A class search confirms and shrinks what it came for only.
-		key = fmt.Sprintf("%s %s safe=%v", p.Impl, f.Target, len(rec.Safe) > 0)
+		// its runs). The kind is what the failure shows (kindOf), so a library's own
+		// bug is not folded into the violations every lock shows under the same fault.
+		// A class search confirms and shrinks what it came for only.
+		key = fmt.Sprintf("%s target %s safe=%v", f.Kind, f.Target, len(rec.Safe) > 0)
 		if len(rec.Safe) > 0 {
 			key += " " + groupName(p)
 		}
@@ -583,7 +598,7 @@ func (s *searcher) handleFailure(ctx context.Context, p plan.Plan, impl lockimpl
 	}
 	job := shrinkJob{i: i, p: p, dir: confirmDir, ops: rep.Ops, prop: prop, safe: safe, f: f}
 	if s.o.ShrinkTime <= 0 {
-		s.finish(job, job.p, job.dir, job.ops, shrinkStats{}, false)
+		s.finish(ctx, job, job.p, job.dir, job.ops, shrinkStats{}, false)
 		return true
 	}
 	s.shrinks <- job
@@ -615,7 +630,7 @@ func (s *searcher) shrinker(ctx context.Context, jobs <-chan shrinkJob) {
 			s.mu.Lock()
 			job.f.Note = "not shrunk: the campaign ended first"
 			s.mu.Unlock()
-			s.finish(job, job.p, job.dir, job.ops, shrinkStats{}, false)
+			s.finish(ctx, job, job.p, job.dir, job.ops, shrinkStats{}, false)
 			continue
 		}
 		s.emit(fmt.Sprintf("#%05d: shrinking on %s (up to %s)", job.i, job.prop, budget.Round(time.Second)), nil)
@@ -625,7 +640,7 @@ func (s *searcher) shrinker(ctx context.Context, jobs <-chan shrinkJob) {
 			job.f.Note = "shrink failed: " + err.Error()
 			s.mu.Unlock()
 		}
-		s.finish(job, best, dir, ops, st, true)
+		s.finish(ctx, job, best, dir, ops, st, true)
 	}
 }
 
@@ -636,8 +651,9 @@ func (s *searcher) tailDeadline() time.Time {
 	return s.tail
 }
 
-// finish saves a confirmed failure (shrunk to best, or not) and records it.
-func (s *searcher) finish(job shrinkJob, best plan.Plan, bestDir string, bestOps int, st shrinkStats, shrunk bool) {
+// finish saves a confirmed failure (shrunk to best, or not) and records it; with
+// CompareWith, best then runs on the other release.
+func (s *searcher) finish(ctx context.Context, job shrinkJob, best plan.Plan, bestDir string, bestOps int, st shrinkStats, shrunk bool) {
 	i, f := job.i, job.f
 	saved, report, err := s.save(i, job.p, best, bestDir)
 	_ = os.RemoveAll(filepath.Join(s.o.Out, ShrinkDir, fmt.Sprintf("%05d", i)))
@@ -657,6 +673,13 @@ func (s *searcher) finish(job shrinkJob, best plan.Plan, bestDir string, bestOps
 	note := fmt.Sprintf("#%05d: saved %s (%s)", i, f.Saved, f.SizeNote())
 	s.mu.Unlock()
 	s.emit(note, nil)
+	if s.o.CompareWith != "" && SameLibrary(best.Impl, s.o.CompareWith) && ctx.Err() == nil {
+		c := s.compare(ctx, i, best, job.prop)
+		s.mu.Lock()
+		f.Compare = c
+		s.mu.Unlock()
+		s.emit(fmt.Sprintf("#%05d: %s", i, c), nil)
+	}
 }
 
 // save writes failures/NNNNN: plan.json (the smallest confirmed plan), original.json,

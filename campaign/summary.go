@@ -83,6 +83,10 @@ type Summary struct {
 	// dropped (a lock may break only under load). Their directories are kept.
 	UnderLoad []*UnderLoad `json:"under_load,omitempty"`
 	Groups    []*Group     `json:"groups"` // runs by implementation, topology, fencing and fault kinds
+	// Kinds are the failures by what they show (Failure.Kind), in order of first run.
+	Kinds []*Kind `json:"kinds,omitempty"`
+	// CompareWith is the release each confirmed failure was run on (SearchOptions).
+	CompareWith string `json:"compare_with,omitempty"`
 }
 
 // UnderLoad is a violation seen in a run whose harness stalled, with the stall.
@@ -124,6 +128,10 @@ type Failure struct {
 	Plan        string         `json:"plan"`
 	Explanation string         `json:"explanation,omitempty"`
 
+	// Shows is what its violations are made of (Shows), Kind what it is grouped by (kindOf).
+	Shows []string `json:"shows,omitempty"`
+	Kind  string   `json:"kind,omitempty"`
+
 	Target     lin.Property `json:"target,omitempty"` // the property confirmed and shrunk on
 	Reproduced int          `json:"reproduced"`       // confirmation re-runs that showed it again
 	Confirms   int          `json:"confirms"`
@@ -136,6 +144,8 @@ type Failure struct {
 	ShrinkRuns       int           `json:"shrink_runs,omitempty"`
 	ShrinkTime       plan.Duration `json:"shrink_time,omitzero"`
 	Note             string        `json:"note,omitempty"`
+	// Compare is its saved plan's runs on SearchOptions.CompareWith, when it was compared.
+	Compare *Comparison `json:"compare,omitempty"`
 }
 
 // Size is how big a plan is, for comparing a failure with its shrunk plan.
@@ -194,7 +204,7 @@ func newSummary(o SearchOptions, sp Space) *Summary {
 		Violations: map[lin.Property]int{}, Unknown: map[lin.Property]int{},
 		FirstViolation: map[lin.Property]First{}, FirstDetection: map[string]First{},
 		Unconfirmed: map[string]int{}, Searched: map[string]bool{}, Claims: map[string]ClaimCount{},
-		Thresholds: o.Thresholds,
+		Thresholds: o.Thresholds, CompareWith: o.CompareWith,
 	}
 	if o.Class != nil {
 		s.Class = o.Class.ID
@@ -359,8 +369,9 @@ func (s *Summary) addFailure(p plan.Plan, i int, rep runner.Report, rec *RunReco
 	f := &Failure{
 		Run: i, Impl: p.Impl, Topology: p.Topology, Fencing: p.Fencing, Faults: faultKinds(p),
 		Illegal: rec.Illegal, Safe: rec.Safe, Classes: classes, After: plan.D(after.Round(time.Millisecond)),
-		Dir: dir, Plan: dir + "/" + runner.PlanFile, Original: sizeOf(p, rep.Ops),
+		Dir: dir, Plan: dir + "/" + runner.PlanFile, Original: sizeOf(p, rep.Ops), Shows: Shows(rep.Result),
 	}
+	f.Kind = kindOf(p.Impl, f.Shows, f.Faults)
 	for _, prop := range rec.Safe {
 		f.Rules = append(f.Rules, fmt.Sprintf("%s: rule %s", prop, by[prop]))
 	}
@@ -405,6 +416,7 @@ func (s *Summary) finish() {
 		s.PlansPerMinute = float64(int(float64(s.Runs+s.Errors)/m*10+0.5)) / 10
 	}
 	slices.SortFunc(s.Failures, func(a, b *Failure) int { return cmp.Compare(a.Run, b.Run) })
+	s.Kinds = KindsOf(s.Failures)
 	slices.SortFunc(s.Groups, func(a, b *Group) int { return cmp.Compare(a.Name, b.Name) })
 	for _, g := range s.Groups {
 		slices.Sort(g.FailedRuns)
@@ -484,6 +496,35 @@ func ReadSummary(path string) (*Summary, error) {
 		return nil, fmt.Errorf("read summary: %w", err)
 	}
 	return &s, nil
+}
+
+// KindsOf groups failures (sorted by run) by what they show: each kind with its runs,
+// the one taken up for it (confirmed, and compared) or -1, and that one's comparison.
+// Safe-configuration violations are kinds of their own.
+func KindsOf(fs []*Failure) []*Kind {
+	var kinds []*Kind
+	byKey := map[string]*Kind{}
+	for _, f := range fs {
+		name := f.Kind
+		if name == "" { // a summary written before kinds: its lock, properties and faults
+			name = kindOf(f.Impl, strings.Split(lin.JoinProperties(f.Illegal, ","), ","), f.Faults)
+		}
+		key := fmt.Sprintf("%s safe=%v", name, len(f.Safe) > 0)
+		k := byKey[key]
+		if k == nil {
+			k = &Kind{Kind: name, Impl: f.Impl, Shows: f.Shows, Faults: f.Faults, Safe: len(f.Safe) > 0, Taken: -1}
+			byKey[key] = k
+			kinds = append(kinds, k)
+		}
+		k.Runs = append(k.Runs, f.Run)
+		if f.Reproduced > 0 && k.Taken < 0 {
+			k.Taken = f.Run
+		}
+		if f.Compare != nil && k.Compare == nil {
+			k.Compare = f.Compare
+		}
+	}
+	return kinds
 }
 
 // GroupName is the name of the group of plans the failure's plan belongs to.

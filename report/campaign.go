@@ -73,6 +73,40 @@ func CampaignMarkdown(s *campaign.Summary) string {
 		}
 		b.WriteString("\n")
 	}
+	if len(s.Kinds) > 0 {
+		b.WriteString("\n## Findings by what they show\n\nA kind is the lock, each violated property with the shape of its first violation, and the plan's fault kinds; the first failure of a kind that reproduced was shrunk")
+		if s.CompareWith != "" {
+			fmt.Fprintf(&b, " and its plan run on %s", s.CompareWith)
+		}
+		b.WriteString(".\n\n| lock | shows | faults | failing runs | taken up |")
+		if s.CompareWith != "" {
+			fmt.Fprintf(&b, " on %s |", s.CompareWith)
+		}
+		b.WriteString("\n|---|---|---|---|---|")
+		if s.CompareWith != "" {
+			b.WriteString("---|")
+		}
+		b.WriteString("\n")
+		for _, k := range s.Kinds {
+			shows := strings.Join(k.Shows, "<br>")
+			if k.Safe {
+				shows = "**safe configuration** " + shows
+			}
+			taken := "none reproduced"
+			if k.Taken >= 0 {
+				taken = fmt.Sprint("run ", k.Taken)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |", k.Impl, shows, k.Faults, runList(k.Runs), taken)
+			if s.CompareWith != "" {
+				on := "not compared"
+				if k.Compare != nil {
+					on = k.Compare.String()
+				}
+				fmt.Fprintf(&b, " %s |", on)
+			}
+			b.WriteString("\n")
+		}
+	}
 	failures := func(title string, safe bool) {
 		var fs []*campaign.Failure
 		for _, f := range s.Failures {
@@ -85,7 +119,7 @@ func CampaignMarkdown(s *campaign.Summary) string {
 		}
 		fmt.Fprintf(&b, "\n## %s\n\n", title)
 		for _, f := range fs {
-			fmt.Fprintf(&b, "- run %d: %s %s fencing %s, faults %s: %s illegal", f.Run, f.Impl, f.Topology, f.Fencing, f.Faults, lin.JoinProperties(f.Illegal, ","))
+			fmt.Fprintf(&b, "- run %d: %s %s fencing %s, faults %s: %s illegal", f.Run, f.Impl, f.Topology, f.Fencing, f.Faults, illegalText(f, ","))
 			if len(f.Rules) > 0 {
 				fmt.Fprintf(&b, " (expected by %s)", strings.Join(f.Rules, "; "))
 			}
@@ -101,6 +135,9 @@ func CampaignMarkdown(s *campaign.Summary) string {
 			}
 			if f.Note != "" {
 				fmt.Fprintf(&b, "; %s", f.Note)
+			}
+			if f.Compare != nil {
+				fmt.Fprintf(&b, "; **%s**", f.Compare)
 			}
 			b.WriteString(".\n")
 			if f.Explanation != "" {
@@ -208,9 +245,12 @@ func CampaignText(w io.Writer, out string, s *campaign.Summary) {
 		if len(f.Safe) > 0 {
 			kind = "SAFE-CONFIGURATION VIOLATION"
 		}
-		fmt.Fprintf(w, "  %s: run %d %s %s fencing %s faults %s: %s illegal", kind, f.Run, f.Impl, f.Topology, f.Fencing, f.Faults, lin.JoinProperties(f.Illegal, ","))
+		fmt.Fprintf(w, "  %s: run %d %s %s fencing %s faults %s: %s illegal", kind, f.Run, f.Impl, f.Topology, f.Fencing, f.Faults, illegalText(f, ","))
 		if f.Saved != "" {
 			fmt.Fprintf(w, "; saved %s", filepath.Join(out, f.Saved))
+		}
+		if f.Compare != nil {
+			fmt.Fprintf(w, "; %s", f.Compare)
 		}
 		fmt.Fprintln(w)
 	}
@@ -223,6 +263,37 @@ func CampaignText(w io.Writer, out string, s *campaign.Summary) {
 	}
 	fmt.Fprintf(w, "%s: %d safe-configuration violations, %d findings, %d under load; summary %s, page %s\n", CampaignVerdict(s), s.SafeViolations, s.Findings, len(s.UnderLoad),
 		filepath.Join(out, campaign.MarkdownFile), filepath.Join(out, IndexFile))
+}
+
+// illegalText is a failure's violated properties with what each showed, when known:
+// "P1 (acquire ok while another believed), P6 (extend ok after another's grant)".
+func illegalText(f *campaign.Failure, sep string) string {
+	if len(f.Shows) == 0 {
+		return lin.JoinProperties(f.Illegal, sep)
+	}
+	var parts []string
+	for _, s := range f.Shows {
+		prop, shape, ok := strings.Cut(s, ": ")
+		if ok {
+			parts = append(parts, prop+" ("+shape+")")
+		} else {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// runList is runs as "3, 7, 12" (the first 10, then how many more).
+func runList(runs []int) string {
+	var parts []string
+	for i, r := range runs {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(runs)-10))
+			break
+		}
+		parts = append(parts, fmt.Sprint(r))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orAll(xs []string) string {

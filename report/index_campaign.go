@@ -182,7 +182,7 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 	for _, f := range s.Failures {
 		row := failureRow{
 			Run: f.Run, Kind: "finding", What: fmt.Sprintf("%s %s fencing %s, faults %s", f.Impl, f.Topology, f.Fencing, f.Faults),
-			Illegal: lin.JoinProperties(f.Illegal, ", "), Safe: lin.JoinProperties(f.Safe, ", "), Rules: strings.Join(f.Rules, "; "),
+			Illegal: illegalText(f, ", "), Safe: lin.JoinProperties(f.Safe, ", "), Rules: strings.Join(f.Rules, "; "),
 			Classes: strings.Join(f.Classes, ", "), Note: f.Note, Explanation: truncate(f.Explanation, 600),
 			Files: has.runOf(f.Dir), ShrunkRun: has.runOf(f.Report), SavedPlan: has.link(f.Saved),
 		}
@@ -195,6 +195,9 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 		}
 		if len(f.Confirmed) > 0 {
 			confirmed = append(confirmed, "class "+strings.Join(f.Confirmed, ", ")+" confirmed")
+		}
+		if f.Compare != nil {
+			confirmed = append(confirmed, f.Compare.String())
 		}
 		row.Confirmed = strings.Join(confirmed, "; ")
 		if row.Confirmed == "" {

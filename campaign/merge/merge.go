@@ -37,7 +37,10 @@ func Merge(out string, dirs []string, sums []*campaign.Summary) *campaign.Summar
 			return p
 		}
 		if k == 0 {
-			m.Seed, m.Class, m.Space, m.Started = s.Seed, s.Class, s.Space, s.Started
+			m.Seed, m.Class, m.Space, m.Started, m.CompareWith = s.Seed, s.Class, s.Space, s.Started, s.CompareWith
+		}
+		if s.CompareWith != m.CompareWith {
+			m.CompareWith = "" // each failure still says what it was compared with
 		}
 		if !slices.Contains(m.Seeds, s.Seed) {
 			m.Seeds = append(m.Seeds, s.Seed)
@@ -107,6 +110,11 @@ func Merge(out string, dirs []string, sums []*campaign.Summary) *campaign.Summar
 		for _, f := range s.Failures {
 			c := *f
 			c.Dir, c.Plan, c.Saved, c.Report = rel(f.Dir), rel(f.Plan), rel(f.Saved), rel(f.Report)
+			if f.Compare != nil {
+				fc := *f.Compare
+				fc.Dir = rel(fc.Dir)
+				c.Compare = &fc
+			}
 			m.Failures = append(m.Failures, &c)
 		}
 		m.Pairs.Add(s.Pairs)
@@ -152,6 +160,7 @@ func Merge(out string, dirs []string, sums []*campaign.Summary) *campaign.Summar
 		return cmp.Or(cmp.Compare(a.Dir, b.Dir), cmp.Compare(a.Run, b.Run))
 	})
 	slices.SortFunc(m.Groups, func(a, b *campaign.Group) int { return cmp.Compare(a.Name, b.Name) })
+	m.Kinds = campaign.KindsOf(m.Failures)
 	return m
 }
 

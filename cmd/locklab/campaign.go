@@ -49,6 +49,13 @@ P2 for fenced with fencing full when no fault can lose the fence counter) fails 
 campaign; other violations are findings. --class searches one known bug class (see
 locklab list) and stops at its first detection.
 
+Findings are grouped by what they show: the lock, each violated property with the shape
+of its first violation ("P6: extend ok after another's grant"), and the plan's fault
+kinds; the first failure of each kind is confirmed and shrunk. With --compare-with
+NAME@VERSION (another release of a library the campaign runs), each confirmed failure's
+saved plan also runs 3 times on that release and is labelled "also in" it (the property
+broke again), "fixed in" it (it held in every decided run, at least 2) or undecided.
+
 The same --seed draws the same plans; --shard i/n runs every n-th plan from the i-th, so
 n runners with the same seed split one campaign; "locklab campaign merge" merges their
 summaries.
@@ -65,6 +72,7 @@ with --fail-on-findings), 2 error or interrupted, 3 inconclusive (a class search
 found its class is never inconclusive).`,
 		Example: `  locklab campaign --duration 10m --impl fenced --fencing full --parallel 2
   locklab campaign --class pause-past-ttl --max-runs 40
+  locklab campaign --impl node-redlock@3.1.2 --compare-with node-redlock@4.0.0 --extend 1 --duration 5m
   locklab campaign --seed 42 --shard 0/4 --duration 1h --out out/shard0
   locklab campaign merge --out out/all out/shard0 out/shard1 out/shard2 out/shard3`,
 		Args: cobra.NoArgs,
@@ -99,6 +107,18 @@ found its class is never inconclusive).`,
 			}
 			if _, err := campaign.PlanGen(reg, o.Space); err != nil && o.Class == nil {
 				return &statusError{exitError, fmt.Errorf("flags --impl/--faults/--fencing/--topology/--extend: %w", err)}
+			}
+			if o.CompareWith != "" {
+				sp := o.Space
+				if o.Class != nil {
+					sp = o.Class.Space
+				}
+				if err := campaign.CheckCompareWith(reg, o.CompareWith, sp.Impls); err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --compare-with: %w", err)}
+				}
+				if fs.Changed("confirm") && o.Confirm < 0 {
+					return &statusError{exitError, errors.New("flag --compare-with: only confirmed failures are compared, and --confirm 0 turns confirming off")}
+				}
 			}
 			o.Shard = campaign.Shard{I: 0, N: 1}
 			if shard != "" {
@@ -165,6 +185,7 @@ found its class is never inconclusive).`,
 	f.DurationVar(&o.CheckTimeout, "check-timeout", campaign.DefaultCheckTimeout, "checker timeout per property; a timeout is unknown, never a pass")
 	f.BoolVar(&failOnFindings, "fail-on-findings", false, "exit 1 also for violations the models do not rule out")
 	gate.AddFlags(f, &th, "claimed (plan, property) pairs (with --class: pairs of any property)")
+	f.StringVar(&o.CompareWith, "compare-with", "", "NAME@VERSION: run each confirmed failure's saved plan on this release of its library too, and label it \"also in\" or \"fixed in\" it")
 	f.BoolVar(&o.SafeOnly, "safe-only", false, "confirm and shrink only safe-configuration violations (and --class detections), not findings")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		// 0 on the command line means none; internally 0 means the default.

@@ -1,0 +1,104 @@
+package campaign
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/locks"
+	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/releases"
+)
+
+// TestCompareLabelsAFindingOnAnotherRelease runs a recorded bug's plan (npm redlock 3.1.2
+// answers a late release ok, P6) as a campaign's confirmed failure compared with another
+// release: 4.0.0 refuses the late release (fixed in), 3.1.1 answers it ok too (also in).
+// The plan makes the late release by construction, so each label is certain.
+func TestCompareLabelsAFindingOnAnotherRelease(t *testing.T) {
+	ctx := context.Background()
+	reg := locks.All()
+	reg.SetResolver(releases.Resolver(ctx, reg))
+	p, err := plan.Read("../docs/track-record/node-redlock-unlock-votes-missing-keys.json", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		with, label string
+	}{{"node-redlock@4.0.0", Fixed}, {"node-redlock@3.1.1", Also}} {
+		t.Run(c.with, func(t *testing.T) {
+			t.Parallel()
+			o := SearchOptions{Registry: reg, CompareWith: c.with, Out: t.TempDir(), CheckTimeout: DefaultCheckTimeout}
+			if err := CheckCompareWith(reg, c.with, []string{p.Impl}); err != nil {
+				t.Fatal(err)
+			}
+			s := &searcher{o: o, sum: newSummary(o, Space{})}
+			got := s.compare(ctx, 7, p, lin.P6)
+			if got.Label != c.label || got.Runs != CompareRuns {
+				t.Fatalf("%s: %+v, want %q after %d runs", c.with, got, c.label, CompareRuns)
+			}
+			if !strings.HasPrefix(got.String(), c.label+" "+c.with) || got.Dir == "" {
+				t.Errorf("%q (dir %q)", got.String(), got.Dir)
+			}
+			if s.sum.Reruns != CompareRuns {
+				t.Errorf("%d re-runs counted, want %d", s.sum.Reruns, CompareRuns)
+			}
+		})
+	}
+}
+
+// TestCompareWithIsChecked: only another release of a library the campaign runs.
+func TestCompareWithIsChecked(t *testing.T) {
+	reg := locks.All()
+	for _, c := range []struct {
+		with  string
+		impls []string
+		err   string
+	}{
+		{"node-redlock", []string{"node-redlock@3.1.2"}, "want NAME@VERSION"},
+		{"redsync@v4.12.1", []string{"node-redlock@3.1.2"}, "no implementation of the campaign runs github.com/go-redsync/redsync/v4"},
+		{"node-redlock@4.0.0", []string{"node-redlock@4.0.0"}, "no implementation of the campaign runs redlock"},
+		{"setnx@1.0.0", []string{"setnx"}, "runs no library"},
+	} {
+		err := CheckCompareWith(reg, c.with, c.impls)
+		if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s with %v: %v, want %q", c.with, c.impls, err, c.err)
+		}
+	}
+}
+
+// TestKindsGroupByWhatFailuresShow: the same properties broken in another way, or under
+// other fault kinds, are kinds of their own; the first reproduced failure is taken up.
+func TestKindsGroupByWhatFailuresShow(t *testing.T) {
+	pause := []string{"P1: acquire ok while another believed", "P2: write ok"}
+	late := []string{"P1: acquire ok while another believed", "P6: extend ok after another's grant"}
+	f := func(run int, shows []string, faults string, reproduced int) *Failure {
+		return &Failure{Run: run, Impl: "node-redlock@3.1.2", Faults: faults, Shows: shows, Kind: kindOf("node-redlock@3.1.2", shows, faults), Reproduced: reproduced}
+	}
+	fixed := &Comparison{With: "node-redlock@4.0.0", Property: lin.P6, Runs: 3, Held: 3, Label: Fixed}
+	withCmp := f(9, late, "client-pause", 1)
+	withCmp.Compare = fixed
+	kinds := KindsOf([]*Failure{
+		f(1, pause, "client-pause", 1), f(2, pause, "client-pause", 0), f(3, late, "client-pause", 0),
+		f(4, pause, "client-pause,net-latency", 0), withCmp,
+	})
+	if len(kinds) != 3 {
+		t.Fatalf("%d kinds, want 3: %+v", len(kinds), kinds)
+	}
+	want := []struct {
+		runs  []int
+		taken int
+	}{{[]int{1, 2}, 1}, {[]int{3, 9}, 9}, {[]int{4}, -1}}
+	for i, k := range kinds {
+		if !slices.Equal(k.Runs, want[i].runs) || k.Taken != want[i].taken {
+			t.Errorf("kind %q: runs %v taken %d, want %v and %d", k.Kind, k.Runs, k.Taken, want[i].runs, want[i].taken)
+		}
+	}
+	if kinds[1].Compare != fixed || !strings.Contains(kinds[1].Kind, "P6: extend ok after another's grant") {
+		t.Errorf("kind %q compare %v", kinds[1].Kind, kinds[1].Compare)
+	}
+	if got := fixed.String(); got != "fixed in node-redlock@4.0.0 (P6 held in 3 of 3 runs)" {
+		t.Errorf("%q", got)
+	}
+}
