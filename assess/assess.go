@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -30,6 +31,7 @@ const (
 	CatalogDir   = "catalog"    // the matrix of the catalog row (matrix.json, the runs)
 	CampaignDir  = "campaign"   // the random campaign (summary.json, failures/)
 	ReferenceDir = "references" // the reference locks' runs of the campaign's findings
+	ReleasesDir  = "releases"   // the other releases' runs of the campaign's findings
 	LogFile      = "clients.log"
 )
 
@@ -87,6 +89,25 @@ type Report struct {
 	Inconclusive string   `json:"inconclusive,omitempty"`
 	Errors       []string `json:"errors,omitempty"` // runs that failed to run, stages that failed
 	FailOn       []Class  `json:"fail_on"`
+	// ReleaseDiffs are the catalog cells where releases of one library assessed together
+	// (--impl redsync@v4.12.0,redsync@v4.12.1) broke different properties.
+	ReleaseDiffs []ReleaseDiff `json:"release_diffs,omitempty"`
+}
+
+// ReleaseDiff is a catalog cell where the assessed releases of a library disagree.
+type ReleaseDiff struct {
+	Scenario string        `json:"scenario"`
+	Fencing  string        `json:"fencing"`
+	Library  string        `json:"library"` // the implementation, without a version
+	Releases []ReleaseCell `json:"releases"`
+}
+
+// ReleaseCell is one release's runs of a ReleaseDiff's cell.
+type ReleaseCell struct {
+	Name     string `json:"name"`               // NAME@VERSION (or the pinned NAME)
+	Broke    string `json:"broke"`              // the properties some run violated, "P1,P6" ("" none)
+	Runs     int    `json:"runs"`               // its runs
+	Timeline string `json:"timeline,omitempty"` // its first violating run's picture, relative to the report
 }
 
 // Meta is where and how the assessment ran.
@@ -407,6 +428,17 @@ func (a *assessment) catalog(ctx context.Context) error {
 	}
 	for _, l := range a.rep.Locks {
 		a.classifyCells(l, res, scenarios, dir)
+	}
+	for _, d := range res.ReleaseDiffs() {
+		rd := ReleaseDiff{Scenario: d.Scenario, Fencing: d.Fencing, Library: d.Impl}
+		for _, c := range d.Cells {
+			rc := ReleaseCell{Name: c.Impl, Broke: c.Violated(), Runs: len(c.Runs)}
+			if t := c.Timeline(); t != "" {
+				rc.Timeline = path.Join(CatalogDir, t)
+			}
+			rd.Releases = append(rd.Releases, rc)
+		}
+		a.rep.ReleaseDiffs = append(a.rep.ReleaseDiffs, rd)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package assess
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -82,6 +81,9 @@ type Finding struct {
 	Timeline string `json:"timeline,omitempty"`
 	Replay   string `json:"replay,omitempty"`
 	Stall    string `json:"stall,omitempty"` // under load: the stall that perturbed the run
+	// Releases are the finding's plan run on the other releases of its library that were
+	// assessed with it, each labelled "also in" or "fixed in" (a campaign finding).
+	Releases []*campaign.Comparison `json:"releases,omitempty"`
 }
 
 // tally counts the findings by class and orders them, the worst first.
@@ -290,6 +292,7 @@ func (a *assessment) classifyFailures(ctx context.Context, l *LockReport, s *cam
 	seen := map[string]int{}      // kind → index in l.Findings
 	refs := map[int]*refOutcome{} // campaign run → the reference's runs of its plan
 	owns := map[int]*refOutcome{} // campaign run → the lock's own runs of its plan
+	others := map[string]*refOutcome{}
 	for _, u := range s.UnderLoad {
 		if u.Impl != l.Name {
 			continue
@@ -353,6 +356,7 @@ func (a *assessment) classifyFailures(ctx context.Context, l *LockReport, s *cam
 				}
 			}
 			a.classify(&f, l, p, claimed, refDid)
+			f.Releases = a.otherReleases(ctx, l, p, prop, fl.Run, others)
 			seen[kind] = len(l.Findings)
 			l.Findings = append(l.Findings, f)
 		}
@@ -360,11 +364,37 @@ func (a *assessment) classifyFailures(ctx context.Context, l *LockReport, s *cam
 	return nil
 }
 
+// otherReleases runs the plan of l's campaign failure (run) on every other release of
+// l's library the assessment assesses (assess --impl redsync@v4.12.0,redsync@v4.12.1)
+// and labels the finding "also in" or "fixed in" each, as campaign --compare-with does.
+// others keeps the runs by release and plan, for the failure's other properties.
+func (a *assessment) otherReleases(ctx context.Context, l *LockReport, p plan.Plan, prop lin.Property, run int, others map[string]*refOutcome) []*campaign.Comparison {
+	var out []*campaign.Comparison
+	for _, o := range a.rep.Locks {
+		if !campaign.SameLibrary(l.Name, o.Name) {
+			continue
+		}
+		key := fmt.Sprintf("%s %d", o.Name, run)
+		t, ok := others[key]
+		if !ok {
+			t = a.replayRuns(ctx, o.Name, p, filepath.Join(a.o.Out, ReleasesDir, l.Name, strconv.Itoa(run), o.Name))
+			others[key] = t
+		}
+		c := campaign.Compare(o.Name, prop, t.tally)
+		if r, err := filepath.Rel(a.o.Out, c.Dir); err == nil && c.Dir != "" {
+			c.Dir = filepath.ToSlash(r) // relative to the report, as a finding's paths are
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // refOutcome is what a reference lock did on a campaign's plan, per property.
 type refOutcome struct {
 	held, violated map[lin.Property]int
 	perturbed      int
-	why            string // set when the reference could not be run or compared
+	why            string         // set when the reference could not be run or compared
+	tally          campaign.Tally // the runs, as campaign.Compare labels them
 }
 
 // did says what the reference did with prop: in words, whether it held prop in every
@@ -415,7 +445,10 @@ const referenceGrace = 15 * time.Second
 func (a *assessment) replayRuns(ctx context.Context, impl string, p plan.Plan, dir string) *refOutcome {
 	o := &refOutcome{held: map[lin.Property]int{}, violated: map[lin.Property]int{}}
 	rp := p
-	if impl != p.Impl {
+	switch {
+	case campaign.SameLibrary(p.Impl, impl):
+		rp.Impl = impl // another release of the same library: its options too
+	case impl != p.Impl:
 		rp, _ = p.OnImpl(a.o.Registry, impl)
 		rp.Impl, rp.ImplOptions = impl, nil
 	}
@@ -426,42 +459,23 @@ func (a *assessment) replayRuns(ctx context.Context, impl string, p plan.Plan, d
 	}
 	// A run takes its plan's duration, the faults' tail and the start of its servers.
 	cost := rp.Duration.D() + rp.TTL.D() + 5*time.Second
-	for k := range max(a.o.Repeat, minReplays) {
-		if ctx.Err() != nil {
-			o.why = "the assessment was interrupted before these runs"
-			break
-		}
+	outOfBudget := false
+	t := campaign.Repeat(ctx, a.o.Registry, rp, max(a.o.Repeat, minReplays), dir, runner.Options{CheckTimeout: a.o.CheckTimeout}, func(k int) bool {
 		if time.Since(a.start)+cost > a.o.Budget+referenceGrace {
-			if k == 0 {
-				o.why = fmt.Sprintf("not compared: the budget (%s) ran out before these runs; a longer --budget compares every finding", a.o.Budget)
-			}
-			break
+			outOfBudget = k == 0
+			return false
 		}
 		a.progress(Progress{Stage: "references", Done: k, Note: fmt.Sprintf("%s on the plan of %s", impl, p.Impl)})
-		// Each run resolves the plan afresh: a resolved plan's faults fire once.
-		r, err := rp.Resolve(a.o.Registry)
-		if err != nil {
-			o.why = fmt.Sprintf("it cannot play this plan: %v", err)
-			return o
-		}
-		rep, err := runner.Run(ctx, r, runner.Options{Dir: filepath.Join(dir, strconv.Itoa(k)), CheckTimeout: a.o.CheckTimeout})
-		if err != nil && !errors.Is(err, runner.ErrEndedEarly) {
-			o.why = fmt.Sprintf("its run failed to run: %v", err)
-			return o
-		}
-		if rep.Perturbed != "" {
-			o.perturbed++
-			continue
-		}
-		for _, pr := range rep.Result.Properties {
-			switch pr.Verdict {
-			case lin.OK:
-				o.held[pr.Property]++
-			case lin.Illegal:
-				o.violated[pr.Property]++
-			}
-		}
+		return true
+	})
+	o.held, o.violated, o.perturbed, o.why, o.tally = t.Held, t.Violated, t.Perturbed, t.Why, t
+	switch {
+	case outOfBudget:
+		o.why = fmt.Sprintf("not compared: the budget (%s) ran out before these runs; a longer --budget compares every finding", a.o.Budget)
+	case strings.HasPrefix(o.why, "interrupted"):
+		o.why = "the assessment was interrupted before these runs"
 	}
+	o.tally.Why = o.why
 	return o
 }
 

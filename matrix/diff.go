@@ -41,7 +41,7 @@ func (m Result) ReleaseDiffs() []ReleaseDiff {
 				for _, name := range groups[base] {
 					if c, ok := m.Cell(s.Name, name, fencing); ok && c.Status == CellPlanned && len(c.Runs) > 0 {
 						d.Cells = append(d.Cells, c)
-						broke[c.violated()] = true
+						broke[c.Violated()] = true
 					}
 				}
 				if len(d.Cells) >= 2 && len(broke) > 1 {
@@ -53,8 +53,8 @@ func (m Result) ReleaseDiffs() []ReleaseDiff {
 	return out
 }
 
-// violated is the properties some counted run of c violated, "P1,P6".
-func (c Cell) violated() string {
+// Violated is the properties some counted run of c violated, "P1,P6".
+func (c Cell) Violated() string {
 	var ps []linearizability.Property
 	for _, p := range linearizability.AllProperties() {
 		if c.Counts[p].Illegal > 0 {

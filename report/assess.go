@@ -27,6 +27,7 @@ type assessView struct {
 	Locks    []assessLockView
 	Families []headerItem
 	Errors   []string
+	Diffs    []assess.ReleaseDiff
 }
 
 type assessLockView struct {
@@ -65,7 +66,7 @@ func assessVerdict(r *assess.Report) (word, class, why string) {
 // pictures and plans inlined.
 func AssessHTML(dir string, r *assess.Report) ([]byte, error) {
 	word, class, why := assessVerdict(r)
-	v := assessView{Title: "locklab assess: " + lockNames(r), Word: word, Class: class, Verdict: why, Errors: r.Errors}
+	v := assessView{Title: "locklab assess: " + lockNames(r), Word: word, Class: class, Verdict: why, Errors: r.Errors, Diffs: r.ReleaseDiffs}
 	v.Header = []headerItem{
 		{"command", r.Meta.Command}, {"date", r.Meta.Date}, {"elapsed", fmt.Sprintf("%s of a budget of %s", r.Meta.Elapsed.D(), r.Meta.Budget.D())},
 		{"catalog", fmt.Sprintf("%d runs (%d per cell)", r.Meta.CatalogRuns, r.Meta.Repeat)},
@@ -155,6 +156,11 @@ const assessPage = `{{define "assess"}}{{template "head" .Title}}
 </div>
 {{end}}</div>
 <dl class="header">{{range .Header}}<dt>{{.Name}}</dt><dd>{{.Value}}</dd>{{end}}</dl>
+{{if .Diffs}}<h2>Where the releases differ</h2>
+<p class="muted">Catalog cells where the releases of one library assessed together broke different properties; each links its first violating run's timeline.</p>
+<table id="release-diffs"><tr><th>scenario</th><th>fencing</th><th>releases</th></tr>
+{{range .Diffs}}<tr class="release-diff"><td>{{.Scenario}}</td><td>{{.Fencing}}</td><td>{{range $i, $c := .Releases}}{{if $i}} · {{end}}{{$c.Name}}: {{if $c.Broke}}{{if $c.Timeline}}<a href="{{$c.Timeline}}">{{$c.Broke}}</a>{{else}}{{$c.Broke}}{{end}}{{else}}✓{{end}}{{end}}</td></tr>
+{{end}}</table>{{end}}
 {{if .Errors}}<h2>Errors</h2><ul id="errors">{{range .Errors}}<li class="error">{{.}}</li>{{end}}</ul>{{end}}
 {{range .Locks}}<section class="lock" id="lock-{{.Name}}">
 <h2>{{.Name}}</h2>
@@ -169,6 +175,7 @@ const assessPage = `{{define "assess"}}{{template "head" .Title}}
 <h4><span class="class {{.Class}}">{{.Class}}</span> {{if .Property}}{{.Property}} violated{{else}}check failed{{end}} · {{.Source}}: {{.Scenario}}{{if .Fencing}} · fencing {{.Fencing}}{{end}}{{if .Faults}} · faults {{.Faults}}{{end}}</h4>
 {{if .Runs}}<p>{{.Violated}} of {{.Runs}} runs violated it{{if .Also}}; it stands for {{.Also}} more failing plans of the same kind{{end}}.</p>{{end}}
 <p class="evidence"><strong>Why {{.Class}}:</strong> {{.Evidence}}</p>
+{{range .Releases}}<p class="release"><strong>{{.String}}</strong></p>{{end}}
 <p class="advice"><strong>What to do:</strong> {{.Advice}}</p>
 {{if .Explanation}}<p class="explanation">{{.Explanation}}</p>{{end}}
 {{if .Replay}}<p>Replay: <code class="replay">{{.Replay}}</code></p>{{end}}
@@ -310,6 +317,9 @@ func AssessText(w io.Writer, dir string, r *assess.Report) {
 			if f.Replay != "" {
 				fmt.Fprintf(&b, "             %s\n", f.Replay)
 			}
+			for _, c := range f.Releases {
+				fmt.Fprintf(&b, "             %s\n", c)
+			}
 		}
 		for _, p := range lin.AllProperties() {
 			if where := inherent[p]; len(where) > 0 {
@@ -321,6 +331,20 @@ func AssessText(w io.Writer, dir string, r *assess.Report) {
 		}
 		if n := len(l.UnderLoad); n > 0 {
 			fmt.Fprintf(&b, "  %d violations under load (the harness stalled): listed in the report, not classified\n", n)
+		}
+	}
+	if len(r.ReleaseDiffs) > 0 {
+		fmt.Fprintf(&b, "\nwhere the releases differ (%d catalog cells):\n", len(r.ReleaseDiffs))
+		for _, d := range r.ReleaseDiffs {
+			var parts []string
+			for _, c := range d.Releases {
+				broke := c.Broke
+				if broke == "" {
+					broke = "✓"
+				}
+				parts = append(parts, c.Name+" "+broke)
+			}
+			fmt.Fprintf(&b, "  %s, fencing %s: %s\n", d.Scenario, d.Fencing, strings.Join(parts, " · "))
 		}
 	}
 	for _, e := range r.Errors {
