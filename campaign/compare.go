@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/locklab/locklab/lockimpl"
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/releases"
 	"github.com/locklab/locklab/runner"
