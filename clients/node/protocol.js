@@ -376,4 +376,4 @@ async function serve({ name, options, cluster, ops, extend, connect, nodes, libr
   }
 }
 
-module.exports = { PROTOCOL, lib, logger, parseAddr, list, timeoutMs, access, via, config, configCluster, configNodes, atMostOnce, atMostOnceCluster, sendOnce, answer, unknown, handle, ready, serve };
+module.exports = { PROTOCOL, lib, logger, parseAddr, list, timeoutMs, access, via, onCluster, config, configCluster, configNodes, atMostOnce, atMostOnceCluster, sendOnce, answer, unknown, handle, ready, serve };

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// redis-semaphore 5.8.0's mutexes, driven by locklab over the subprocess protocol
-// locklab-lock/1 (docs/subprocess-protocol.md; loop and environment in protocol.js).
+// redis-semaphore's mutexes (5.8.0, or another release from 5.3.0 on), driven by locklab
+// over the subprocess protocol locklab-lock/1 (docs/subprocess-protocol.md; loop and
+// environment in protocol.js).
 // 5.8.0 is the release pinned in package.json, the one run by default and the one read
 // below; redis-semaphore-mutex@VERSION and redis-semaphore-redlock@VERSION run another,
 // installed by locklab (protocol.js's lib). One argument picks the variant:
@@ -36,6 +37,31 @@
 //            (stopRefresh()). A token this process does not hold (its predecessor took
 //            it) is released the same way, as the README's scheduler/handler example.
 //
+// The releases this client drives (the installed one's version is read from its
+// package.json, through protocol.lib as the library itself is), and the form each
+// takes a lock acquired elsewhere in (externalOptions):
+//
+//   >= 5.5.0        { identifier: token, acquiredExternally: true }, the README's form
+//                   since 5.5.0. (5.5.0 – 5.8.0 still accept the older form,
+//                   deprecated, and throw only when it is mixed with this one.)
+//   5.3.0 – 5.4.x   { externallyAcquiredIdentifier: token }, the only form: 5.3.0
+//                   introduced it. The refresh script of <= 5.3.0 re-creates a key
+//                   that is gone (SET identifier, then PEXPIRE) and answers 1, so an
+//                   extend after the lease ran out answers ok (swarthy/redis-semaphore
+//                   #175, fixed in 5.3.1: docs/track-record.md).
+//   < 5.3.0         refused when the client starts: a mutex cannot be made for a lock
+//                   taken elsewhere, so neither extend nor a release by another process
+//                   can be called as the library's users call them.
+//
+// The rest of what the client calls is the same from 5.3.0 on: tryAcquire (5.1.0),
+// acquireAttemptsLimit (5.2.0), stopRefresh (5.3.0; _stopRefresh before), identifier,
+// onLockLost. Up to 5.5.1 Mutex and RedlockMutex check that each client is an
+// ioredis instance (instanceof the ioredis they require: the same install here, and
+// the watch's Proxy passes the check); ioredis's cluster client is none, so on a Redis
+// Cluster those releases are refused when the client starts (5.6.0 dropped the check).
+// Before 5.8.0 the library declares ioredis ^4.1.0 || ^5 and is installed beside the
+// clients' ioredis 6 with --legacy-peer-deps (releases/cache.go), which it is handed.
+//
 // What the library does not say, and how this client still answers honestly: the
 // library's own result is a boolean for tryAcquire, nothing for release, and a loss
 // callback. Mutex lets command errors through (a rejection). RedlockMutex catches every
@@ -54,8 +80,8 @@
 //            by the delete script's replies: deleted on a quorum -> ok; too few could
 //            have deleted even if every failed command had -> fail; else (or a
 //            rejection) -> unknown.
-//   extend   true -> ok; false with every command answered -> fail (RedlockMutex then
-//            deleted the key everywhere); otherwise unknown.
+//   extend   true -> ok; false with every command answered -> fail (RedlockMutex, from
+//            5.3.1 on, then deleted the key everywhere); otherwise unknown.
 //
 // Two defaults of the library would end the process: onLockLost's default throws, and
 // Mutex's refresh lets a command error reject inside a timer; in Node >= 15 either is an
@@ -82,8 +108,47 @@ if (!variant) {
   process.exit(2);
 }
 
-const LIBRARY = `redis-semaphore@${protocol.lib("redis-semaphore/package.json").version} (ioredis@${protocol.lib("ioredis/package.json").version})`;
+const VERSION = protocol.lib("redis-semaphore/package.json").version;
+const LIBRARY = `redis-semaphore@${VERSION} (ioredis@${protocol.lib("ioredis/package.json").version})`;
 const log = protocol.logger(variant.name);
+
+// semver is [major, minor, patch] of a version string (a pre-release counts as its release).
+function semver(v) {
+  const m = /^(\d+)\.(\d+)\.(\d+)/.exec(String(v));
+  if (!m) return null;
+  return m.slice(1, 4).map(Number);
+}
+
+// atLeast reports whether version v is at least min ([major, minor, patch]).
+function atLeast(v, min) {
+  for (let i = 0; i < 3; i++) if (v[i] !== min[i]) return v[i] > min[i];
+  return true;
+}
+
+// refuse ends the process before its hello: locklab quotes this line as the reason.
+function refuse(why) {
+  console.error(`[${variant.name} ${process.pid}] cannot drive redis-semaphore ${VERSION}: ${why}`);
+  process.exit(2);
+}
+
+const V = semver(VERSION);
+if (!V) refuse("its package.json version is not major.minor.patch");
+if (!atLeast(V, [5, 3, 0])) {
+  refuse(
+    "this client drives 5.3.0 and later: before 5.3.0 a mutex cannot take over a lock acquired elsewhere " +
+      "(externallyAcquiredIdentifier came in 5.3.0), so extend cannot be called",
+  );
+}
+if (!variant.nodes && protocol.onCluster() && !atLeast(V, [5, 6, 0])) {
+  refuse("up to 5.5.1 Mutex takes only a plain ioredis client (instanceof Redis), not ioredis's cluster client: a Redis Cluster needs 5.6.0 or later");
+}
+
+// externalOptions are the options of a mutex for token, a lock acquired elsewhere
+// (the header: identifier and acquiredExternally from 5.5.0, externallyAcquiredIdentifier
+// in 5.3.0 – 5.4.x).
+const externalOptions = atLeast(V, [5, 5, 0])
+  ? (token) => ({ identifier: token, acquiredExternally: true })
+  : (token) => ({ externallyAcquiredIdentifier: token });
 
 // OPTIONS are the plan's settings (the defaults are nodelibs.go's).
 const OPTIONS = options.load(variant.name, {
@@ -224,7 +289,7 @@ async function acquire(clients, req) {
 function holderOf(clients, req, ttl) {
   const h = held.get(req.token);
   if (h && h.key === req.key) return h;
-  return new Holder(clients, req.key, { identifier: req.token, acquiredExternally: true, lockTimeout: ttl || 10000 });
+  return new Holder(clients, req.key, { ...externalOptions(req.token), lockTimeout: ttl || 10000 });
 }
 
 async function release(clients, req) {
@@ -245,7 +310,7 @@ async function release(clients, req) {
 
 async function extend(clients, req) {
   const old = held.get(req.token);
-  const h = new Holder(clients, req.key, { ...mutexOptions(req.ttl_ms), identifier: req.token, acquiredExternally: true });
+  const h = new Holder(clients, req.key, { ...mutexOptions(req.ttl_ms), ...externalOptions(req.token) });
   const start = performance.now();
   const op = await h.run((m) => m.tryAcquire());
   const elapsed = performance.now() - start;
@@ -255,8 +320,8 @@ async function extend(clients, req) {
     held.set(req.token, h);
     return { id: req.id, outcome: "ok", token: req.token, validity_ms: Math.max(0, Math.floor(req.ttl_ms - elapsed)) };
   }
-  // Not ours on a quorum any more (RedlockMutex deleted it everywhere): the old mutex
-  // stops, and a release of this token answers from what this extend learnt.
+  // Not ours on a quorum any more (RedlockMutex >= 5.3.1 deleted it everywhere): the
+  // old mutex stops, and a release of this token answers from what this extend learnt.
   const definite = op.errors.length === 0;
   if (old) old.mutex.stopRefresh();
   h.lost = { definite };
