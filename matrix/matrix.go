@@ -495,7 +495,7 @@ func PlanCell(reg *lockimpl.Registry, s plan.Plan, impl lockimpl.Impl, fencing s
 // implementation; this reason is the same for every implementation, so that the notes of
 // the matrix can group the cells it applies to.
 func missingPoint(p plan.Plan, impl lockimpl.Impl) string {
-	points := p.Points(impl)
+	points := p.Reachable(impl)
 	for _, f := range p.Faults {
 		if f.Point != "" && !slices.Contains(points, f.Point) {
 			return f.Point

@@ -389,7 +389,7 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 	if err := p.resolveReplication(r, reg); err != nil {
 		return nil, err
 	}
-	points := p.Points(r.Impl)
+	points := p.Reachable(r.Impl)
 	for i, f := range p.Faults {
 		field := fmt.Sprintf("faults[%d]", i)
 		for _, d := range []struct {
@@ -442,6 +442,14 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 		r.Faults = append(r.Faults, pl)
 	}
 	return r, nil
+}
+
+// Reachable are the points a plan's fault may name with impl (its point, trigger or
+// until): Points, and workload.AfterRelease, where a client's release has been
+// answered. AfterRelease is the harness's: no generator draws it (it is none of Points),
+// a plan names it to make an order (wait until another client's release has landed).
+func (p Plan) Reachable(impl lockimpl.Impl) []string {
+	return append(p.Points(impl), workload.AfterRelease)
 }
 
 // Points are where p's clients can be struck with impl: the workload's points (with

@@ -2,11 +2,13 @@ package plan
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/locks"
+	"github.com/locklab/locklab/workload"
 )
 
 func TestParsePlanDefaultsAndValues(t *testing.T) {
@@ -168,6 +170,45 @@ func TestResolveTypesThePlanOnce(t *testing.T) {
 		if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Reason, c.reason) {
 			t.Errorf("trigger %q: %v, want %s: ...%s...", c.trigger, err, c.field, c.reason)
 		}
+	}
+}
+
+// TestAfterReleaseIsNamedButNeverDrawn: a plan may name after-release, where a client's
+// release has been answered, in a fault's until, point and trigger; it is none of the
+// points generators draw from (Points), and a point no client reaches is refused with
+// the list of those it may name, after-release among them.
+func TestAfterReleaseIsNamedButNeverDrawn(t *testing.T) {
+	reg := locks.All()
+	impl, err := reg.Get("setnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Default()
+	p.Impl, p.Clients, p.Extend = "setnx", 2, 1
+	for _, f := range []FaultSpec{
+		{Kind: "client-pause", Target: "client:0", Point: "before-extend", Duration: D(time.Second), Until: "client:1@after-release"},
+		{Kind: "client-pause", Target: "client:1", Point: "after-release", Duration: D(time.Second), Until: "client:0@after-release"},
+		{Kind: "client-pause", Target: "client:1", Point: "after-acquire", Duration: D(time.Second), Trigger: "client:0@after-release"},
+	} {
+		q := p
+		q.Faults = []FaultSpec{f}
+		if _, err := q.Resolve(reg); err != nil {
+			t.Errorf("%+v: %v", f, err)
+		}
+	}
+	for _, w := range []string{WorkloadRMW, WorkloadJobs} {
+		q := p
+		q.Workload = w
+		if slices.Contains(q.Points(impl), workload.AfterRelease) || !slices.Contains(q.Reachable(impl), workload.AfterRelease) {
+			t.Errorf("workload %q: Points %v, Reachable %v; want after-release in Reachable alone", w, q.Points(impl), q.Reachable(impl))
+		}
+	}
+	q := p
+	q.Faults = []FaultSpec{{Kind: "client-pause", Target: "client:0", Duration: D(time.Second), Until: "client:1@after-releases"}}
+	_, err = q.Resolve(reg)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "faults[0].until" || !strings.Contains(fe.Reason, `never reaches point "after-releases"`) || !strings.Contains(fe.Reason, ", after-release)") {
+		t.Errorf("until a point no client reaches: %v, want faults[0].until naming the points, after-release among them", err)
 	}
 }
 

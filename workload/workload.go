@@ -44,6 +44,13 @@ const (
 	// unknown), before the retry's pause; like BeforeAcquire, the harness's alone: a
 	// failover's aftermath learns there that the client it held gave up on its grant.
 	AcquireFailed = "acquire-failed"
+	// AfterRelease is where a release has been answered (whatever the answer) and
+	// recorded, before the think time: what the client gave back is gone, or was never
+	// there. Like BeforeAcquire it is none of Points or JobPoints, so campaigns and
+	// generators never draw it; a plan names it (plan.Plan.Reachable) to wait for
+	// another client's release to have landed ("until": "client:1@after-release") or to
+	// hold a client from its next acquire.
+	AfterRelease = "after-release"
 )
 
 // Points lists the client's own points, in the order it reaches them. A job-queue
@@ -478,6 +485,8 @@ func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed boo
 
 // release gives the lease back. Its call time is taken before the InRelease hook, so a
 // pause there is a release in flight: the holder has let go, the command arrives late.
+// Once the answer is recorded the client reaches AfterRelease: every release, of either
+// workload, ends there.
 func (c *client) release(ctx context.Context, lease lockimpl.Lease) (crashed bool) {
 	if ctx.Err() != nil {
 		return false
@@ -496,5 +505,5 @@ func (c *client) release(ctx context.Context, lease lockimpl.Lease) (crashed boo
 		out.Error = err.Error()
 	}
 	c.rec.Record(histories.Release, c.plain(lease), histories.Input{Token: lease.Token}, out, lockimpl.Classify(err), call)
-	return false
+	return c.hook(ctx, c.plain(lease), AfterRelease)
 }

@@ -160,6 +160,13 @@ func (l seqLocker) Acquire(ctx context.Context, key string, ttl time.Duration) (
 	return l.Locker.Acquire(ctx, key, ttl)
 }
 
+// Release notes the answer's arrival.
+func (l seqLocker) Release(ctx context.Context, lease lockimpl.Lease) error {
+	err := l.Locker.Release(ctx, lease)
+	l.note("released")
+	return err
+}
+
 // runHooked runs two clients for d against real servers with hook at their points.
 func runHooked(t *testing.T, d time.Duration, hook Hook, note func(client int, what string)) histories.History {
 	t.Helper()
@@ -216,6 +223,48 @@ func TestClientsReachBeforeAcquireRightBeforeEachAcquire(t *testing.T) {
 		if acquires == 0 {
 			t.Errorf("client %d never acquired", client)
 		}
+	}
+}
+
+// Every release's answer is followed by AfterRelease, before anything else the client
+// does: a pause until another client's after-release ends once that release has landed.
+func TestClientsReachAfterReleaseOnceTheReleaseIsAnswered(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seq := map[int][]string{}
+	note := func(client int, what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seq[client] = append(seq[client], what)
+	}
+	h := runHooked(t, 200*time.Millisecond, func(_ context.Context, client int, point string) error {
+		note(client, point)
+		return nil
+	}, note)
+	total := 0
+	for client, s := range seq {
+		releases, after := 0, 0
+		for i, what := range s {
+			switch what {
+			case "released":
+				releases++
+				if i+1 == len(s) || s[i+1] != AfterRelease {
+					t.Fatalf("client %d: release %d answered, then %v, want %s next", client, releases, s[i+1:min(len(s), i+3)], AfterRelease)
+				}
+			case AfterRelease:
+				after++
+				if i == 0 || s[i-1] != "released" {
+					t.Fatalf("client %d: %s after %v, want it right after a release's answer", client, AfterRelease, s[max(0, i-3):i])
+				}
+			}
+		}
+		if releases == 0 {
+			t.Errorf("client %d never released", client)
+		}
+		total += releases
+	}
+	if n := count(h, histories.Release, histories.OK) + count(h, histories.Release, histories.Fail) + count(h, histories.Release, histories.Unknown); n != total {
+		t.Errorf("%d releases recorded, %d answered", n, total)
 	}
 }
 
