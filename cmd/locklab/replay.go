@@ -31,7 +31,7 @@ are not perfectly deterministic: a plan that reproduces 2 times in 3 is a real b
 Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 		Example: `  locklab replay out/campaign/failures/00012/plan.json --repeat 5
   locklab replay out/campaign/failures/00012 --out out/replay
-  locklab replay docs/track-record/redsync-extend-cleanup.json --impl redsync@v4.12.1`,
+  locklab replay docs/track-record/redsync-extend-cleanup-deletes-lock.json --impl redsync@v4.12.1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if repeat < 1 {
