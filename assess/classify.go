@@ -14,6 +14,7 @@ import (
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/rerun"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/timeline"
 )
@@ -83,7 +84,7 @@ type Finding struct {
 	Stall    string `json:"stall,omitempty"` // under load: the stall that perturbed the run
 	// Releases are the finding's plan run on the other releases of its library that were
 	// assessed with it, each labelled "also in" or "fixed in" (a campaign finding).
-	Releases []*campaign.Comparison `json:"releases,omitempty"`
+	Releases []*rerun.Comparison `json:"releases,omitempty"`
 }
 
 // tally counts the findings by class and orders them, the worst first.
@@ -368,10 +369,10 @@ func (a *assessment) classifyFailures(ctx context.Context, l *LockReport, s *cam
 // l's library the assessment assesses (assess --impl redsync@v4.12.0,redsync@v4.12.1)
 // and labels the finding "also in" or "fixed in" each, as campaign --compare-with does.
 // others keeps the runs by release and plan, for the failure's other properties.
-func (a *assessment) otherReleases(ctx context.Context, l *LockReport, p plan.Plan, prop lin.Property, run int, others map[string]*refOutcome) []*campaign.Comparison {
-	var out []*campaign.Comparison
+func (a *assessment) otherReleases(ctx context.Context, l *LockReport, p plan.Plan, prop lin.Property, run int, others map[string]*refOutcome) []*rerun.Comparison {
+	var out []*rerun.Comparison
 	for _, o := range a.rep.Locks {
-		if !campaign.SameLibrary(l.Name, o.Name) {
+		if !rerun.SameLibrary(l.Name, o.Name) {
 			continue
 		}
 		key := fmt.Sprintf("%s %d", o.Name, run)
@@ -380,7 +381,7 @@ func (a *assessment) otherReleases(ctx context.Context, l *LockReport, p plan.Pl
 			t = a.replayRuns(ctx, o.Name, p, filepath.Join(a.o.Out, ReleasesDir, l.Name, strconv.Itoa(run), o.Name))
 			others[key] = t
 		}
-		c := campaign.Compare(o.Name, prop, t.tally)
+		c := rerun.Compare(o.Name, prop, t.tally)
 		if r, err := filepath.Rel(a.o.Out, c.Dir); err == nil && c.Dir != "" {
 			c.Dir = filepath.ToSlash(r) // relative to the report, as a finding's paths are
 		}
@@ -393,8 +394,8 @@ func (a *assessment) otherReleases(ctx context.Context, l *LockReport, p plan.Pl
 type refOutcome struct {
 	held, violated map[lin.Property]int
 	perturbed      int
-	why            string         // set when the reference could not be run or compared
-	tally          campaign.Tally // the runs, as campaign.Compare labels them
+	why            string      // set when the reference could not be run or compared
+	tally          rerun.Tally // the runs, as rerun.Compare labels them
 }
 
 // did says what the reference did with prop: in words, whether it held prop in every
@@ -446,7 +447,7 @@ func (a *assessment) replayRuns(ctx context.Context, impl string, p plan.Plan, d
 	o := &refOutcome{held: map[lin.Property]int{}, violated: map[lin.Property]int{}}
 	rp := p
 	switch {
-	case campaign.SameLibrary(p.Impl, impl):
+	case rerun.SameLibrary(p.Impl, impl):
 		rp.Impl = impl // another release of the same library: its options too
 	case impl != p.Impl:
 		rp, _ = p.OnImpl(a.o.Registry, impl)
@@ -460,7 +461,7 @@ func (a *assessment) replayRuns(ctx context.Context, impl string, p plan.Plan, d
 	// A run takes its plan's duration, the faults' tail and the start of its servers.
 	cost := rp.Duration.D() + rp.TTL.D() + 5*time.Second
 	outOfBudget := false
-	t := campaign.Repeat(ctx, a.o.Registry, rp, max(a.o.Repeat, minReplays), dir, runner.Options{CheckTimeout: a.o.CheckTimeout}, func(k int) bool {
+	t := rerun.Repeat(ctx, a.o.Registry, rp, max(a.o.Repeat, minReplays), dir, runner.Options{CheckTimeout: a.o.CheckTimeout}, func(k int) bool {
 		if time.Since(a.start)+cost > a.o.Budget+referenceGrace {
 			outOfBudget = k == 0
 			return false

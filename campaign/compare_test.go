@@ -10,6 +10,7 @@ import (
 	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/releases"
+	"github.com/locklab/locklab/rerun"
 )
 
 // TestCompareLabelsAFindingOnAnotherRelease runs a recorded bug's plan (npm redlock 3.1.2
@@ -26,45 +27,25 @@ func TestCompareLabelsAFindingOnAnotherRelease(t *testing.T) {
 	}
 	for _, c := range []struct {
 		with, label string
-	}{{"node-redlock@4.0.0", Fixed}, {"node-redlock@3.1.1", Also}} {
+	}{{"node-redlock@4.0.0", rerun.Fixed}, {"node-redlock@3.1.1", rerun.Also}} {
 		t.Run(c.with, func(t *testing.T) {
 			t.Parallel()
 			o := SearchOptions{Registry: reg, CompareWith: c.with, Out: t.TempDir(), CheckTimeout: DefaultCheckTimeout}
-			if err := CheckCompareWith(reg, c.with, []string{p.Impl}); err != nil {
+			if err := rerun.CheckCompareWith(reg, c.with, []string{p.Impl}); err != nil {
 				t.Fatal(err)
 			}
 			s := &searcher{o: o, sum: newSummary(o, Space{})}
 			got := s.compare(ctx, 7, p, lin.P6)
-			if got.Label != c.label || got.Runs != CompareRuns {
-				t.Fatalf("%s: %+v, want %q after %d runs", c.with, got, c.label, CompareRuns)
+			if got.Label != c.label || got.Runs != rerun.CompareRuns {
+				t.Fatalf("%s: %+v, want %q after %d runs", c.with, got, c.label, rerun.CompareRuns)
 			}
 			if !strings.HasPrefix(got.String(), c.label+" "+c.with) || got.Dir == "" {
 				t.Errorf("%q (dir %q)", got.String(), got.Dir)
 			}
-			if s.sum.Reruns != CompareRuns {
-				t.Errorf("%d re-runs counted, want %d", s.sum.Reruns, CompareRuns)
+			if s.sum.Reruns != rerun.CompareRuns {
+				t.Errorf("%d re-runs counted, want %d", s.sum.Reruns, rerun.CompareRuns)
 			}
 		})
-	}
-}
-
-// TestCompareWithIsChecked: only another release of a library the campaign runs.
-func TestCompareWithIsChecked(t *testing.T) {
-	reg := locks.All()
-	for _, c := range []struct {
-		with  string
-		impls []string
-		err   string
-	}{
-		{"node-redlock", []string{"node-redlock@3.1.2"}, "want NAME@VERSION"},
-		{"redsync@v4.12.1", []string{"node-redlock@3.1.2"}, "no implementation of the campaign runs github.com/go-redsync/redsync/v4"},
-		{"node-redlock@4.0.0", []string{"node-redlock@4.0.0"}, "no implementation of the campaign runs redlock"},
-		{"setnx@1.0.0", []string{"setnx"}, "runs no library"},
-	} {
-		err := CheckCompareWith(reg, c.with, c.impls)
-		if err == nil || !strings.Contains(err.Error(), c.err) {
-			t.Errorf("%s with %v: %v, want %q", c.with, c.impls, err, c.err)
-		}
 	}
 }
 
@@ -76,7 +57,7 @@ func TestKindsGroupByWhatFailuresShow(t *testing.T) {
 	f := func(run int, shows []string, faults string, reproduced int) *Failure {
 		return &Failure{Run: run, Impl: "node-redlock@3.1.2", Faults: faults, Shows: shows, Kind: kindOf("node-redlock@3.1.2", shows, faults), Reproduced: reproduced}
 	}
-	fixed := &Comparison{With: "node-redlock@4.0.0", Property: lin.P6, Runs: 3, Held: 3, Label: Fixed}
+	fixed := &rerun.Comparison{With: "node-redlock@4.0.0", Property: lin.P6, Runs: 3, Held: 3, Label: rerun.Fixed}
 	withCmp := f(9, late, "client-pause", 1)
 	withCmp.Compare = fixed
 	kinds := KindsOf([]*Failure{

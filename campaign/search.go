@@ -23,6 +23,7 @@ import (
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/rerun"
 	"github.com/locklab/locklab/runner"
 )
 
@@ -105,7 +106,7 @@ type SearchOptions struct {
 	Thresholds *gate.Thresholds
 	// CompareWith, when set, is another release of a library the campaign runs
 	// (NAME@VERSION): each confirmed failure of that library's releases runs its saved
-	// plan there CompareRuns times and is labelled "also in" or "fixed in" it.
+	// plan there rerun.CompareRuns times and is labelled "also in" or "fixed in" it.
 	CompareWith string
 }
 
@@ -205,7 +206,7 @@ func Search(ctx context.Context, o SearchOptions) (*Summary, error) {
 		if o.Confirm < 0 {
 			return nil, errors.New("campaign: compare with " + o.CompareWith + ": only confirmed failures are compared, and confirming is off")
 		}
-		if err := CheckCompareWith(o.Registry, o.CompareWith, sp.Impls); err != nil {
+		if err := rerun.CheckCompareWith(o.Registry, o.CompareWith, sp.Impls); err != nil {
 			return nil, fmt.Errorf("campaign: %w", err)
 		}
 	}
@@ -673,7 +674,7 @@ func (s *searcher) finish(ctx context.Context, job shrinkJob, best plan.Plan, be
 	note := fmt.Sprintf("#%05d: saved %s (%s)", i, f.Saved, f.SizeNote())
 	s.mu.Unlock()
 	s.emit(note, nil)
-	if s.o.CompareWith != "" && SameLibrary(best.Impl, s.o.CompareWith) && ctx.Err() == nil {
+	if s.o.CompareWith != "" && rerun.SameLibrary(best.Impl, s.o.CompareWith) && ctx.Err() == nil {
 		c := s.compare(ctx, i, best, job.prop)
 		s.mu.Lock()
 		f.Compare = c

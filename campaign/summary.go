@@ -14,6 +14,7 @@ import (
 	"github.com/locklab/locklab/internal/jsonfile"
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/rerun"
 	"github.com/locklab/locklab/runner"
 )
 
@@ -145,7 +146,7 @@ type Failure struct {
 	ShrinkTime       plan.Duration `json:"shrink_time,omitzero"`
 	Note             string        `json:"note,omitempty"`
 	// Compare is its saved plan's runs on SearchOptions.CompareWith, when it was compared.
-	Compare *Comparison `json:"compare,omitempty"`
+	Compare *rerun.Comparison `json:"compare,omitempty"`
 }
 
 // Size is how big a plan is, for comparing a failure with its shrunk plan.

@@ -17,6 +17,7 @@ import (
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/report"
+	"github.com/locklab/locklab/rerun"
 	"github.com/locklab/locklab/runner"
 )
 
@@ -49,12 +50,9 @@ P2 for fenced with fencing full when no fault can lose the fence counter) fails 
 campaign; other violations are findings. --class searches one known bug class (see
 locklab list) and stops at its first detection.
 
-Findings are grouped by what they show: the lock, each violated property with the shape
-of its first violation ("P6: extend ok after another's grant"), and the plan's fault
-kinds; the first failure of each kind is confirmed and shrunk. With --compare-with
-NAME@VERSION (another release of a library the campaign runs), each confirmed failure's
-saved plan also runs 3 times on that release and is labelled "also in" it (the property
-broke again), "fixed in" it (it held in every decided run, at least 2) or undecided.
+Findings are grouped by what they show (the lock, each property's violation shape, the
+fault kinds); the first of each kind is confirmed and shrunk, and with --compare-with
+NAME@VERSION its plan runs 3 times on that release: "also in" or "fixed in" it.
 
 The same --seed draws the same plans; --shard i/n runs every n-th plan from the i-th, so
 n runners with the same seed split one campaign; "locklab campaign merge" merges their
@@ -108,16 +106,9 @@ found its class is never inconclusive).`,
 			if _, err := campaign.PlanGen(reg, o.Space); err != nil && o.Class == nil {
 				return &statusError{exitError, fmt.Errorf("flags --impl/--faults/--fencing/--topology/--extend: %w", err)}
 			}
-			if o.CompareWith != "" {
-				sp := o.Space
-				if o.Class != nil {
-					sp = o.Class.Space
-				}
-				if err := campaign.CheckCompareWith(reg, o.CompareWith, sp.Impls); err != nil {
+			if sp := o.Space; o.CompareWith != "" && o.Class == nil {
+				if err := rerun.CheckCompareWith(reg, o.CompareWith, sp.Impls); err != nil {
 					return &statusError{exitError, fmt.Errorf("flag --compare-with: %w", err)}
-				}
-				if fs.Changed("confirm") && o.Confirm < 0 {
-					return &statusError{exitError, errors.New("flag --compare-with: only confirmed failures are compared, and --confirm 0 turns confirming off")}
 				}
 			}
 			o.Shard = campaign.Shard{I: 0, N: 1}
