@@ -156,7 +156,7 @@ var stage = map[string]int{
 	"plan":         10,
 	"runner":       11, "tla/bridge": 11,
 	"campaign/expect": 12, "bisect": 12, // bisect: the search for the release where a verdict changes; runs nothing itself
-	"rerun": 12, // one plan run again N times, and the label another release gets (campaign --compare-with, assess)
+	"rerun":    12, // one plan run again N times, and the label another release gets (campaign --compare-with, assess)
 	"campaign": 13, "matrix": 13, "jobsbench": 13,
 	"assess":      14, // the one-command verdict: conformance, the catalog row, a campaign
 	"report":      15,
