@@ -381,7 +381,7 @@ func (a *assessment) otherReleases(ctx context.Context, l *LockReport, p plan.Pl
 			t = a.replayRuns(ctx, o.Name, p, filepath.Join(a.o.Out, ReleasesDir, l.Name, strconv.Itoa(run), o.Name))
 			others[key] = t
 		}
-		c := rerun.Compare(o.Name, prop, t.tally)
+		c := rerun.Compare(o.Name, []lin.Property{prop}, t.tally)
 		if r, err := filepath.Rel(a.o.Out, c.Dir); err == nil && c.Dir != "" {
 			c.Dir = filepath.ToSlash(r) // relative to the report, as a finding's paths are
 		}

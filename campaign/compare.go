@@ -50,8 +50,9 @@ type Kind struct {
 	Compare *rerun.Comparison `json:"compare,omitempty"`
 }
 
-// compare runs the plan of a confirmed failure on the other release and labels it.
-func (s *searcher) compare(ctx context.Context, i int, p plan.Plan, prop lin.Property) *rerun.Comparison {
+// compare runs the plan of a confirmed failure on the other release and labels it by
+// the properties the failure broke.
+func (s *searcher) compare(ctx context.Context, i int, p plan.Plan, props []lin.Property) *rerun.Comparison {
 	rp := p
 	rp.Impl = s.o.CompareWith
 	dir := filepath.Join(s.o.Out, CompareDir, fmt.Sprintf("%05d", i))
@@ -60,7 +61,7 @@ func (s *searcher) compare(ctx context.Context, i int, p plan.Plan, prop lin.Pro
 	s.mu.Lock()
 	s.sum.Reruns += t.Runs
 	s.mu.Unlock()
-	c := rerun.Compare(s.o.CompareWith, prop, t)
+	c := rerun.Compare(s.o.CompareWith, props, t)
 	c.Dir = s.rel(c.Dir)
 	return c
 }

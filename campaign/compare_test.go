@@ -14,9 +14,10 @@ import (
 )
 
 // TestCompareLabelsAFindingOnAnotherRelease runs a recorded bug's plan (npm redlock 3.1.2
-// answers a late release ok, P6) as a campaign's confirmed failure compared with another
-// release: 4.0.0 refuses the late release (fixed in), 3.1.1 answers it ok too (also in).
-// The plan makes the late release by construction, so each label is certain.
+// answers a late release ok, P6; the holder's stall breaks P1 on every release) as a
+// campaign's confirmed failure of P1 and P6 compared with another release: 4.0.0 refuses
+// the late release (fixed in: P6 held, P1 broke), 3.1.1 answers it ok too (also in: both
+// broke). The plan makes the late release by construction, so each label is certain.
 func TestCompareLabelsAFindingOnAnotherRelease(t *testing.T) {
 	ctx := context.Background()
 	reg := locks.All()
@@ -27,7 +28,8 @@ func TestCompareLabelsAFindingOnAnotherRelease(t *testing.T) {
 	}
 	for _, c := range []struct {
 		with, label string
-	}{{"node-redlock@4.0.0", rerun.Fixed}, {"node-redlock@3.1.1", rerun.Also}} {
+		p6          string // P6's own label
+	}{{"node-redlock@4.0.0", rerun.Fixed, rerun.Fixed}, {"node-redlock@3.1.1", rerun.Also, rerun.Also}} {
 		t.Run(c.with, func(t *testing.T) {
 			t.Parallel()
 			o := SearchOptions{Registry: reg, CompareWith: c.with, Out: t.TempDir(), CheckTimeout: DefaultCheckTimeout}
@@ -35,9 +37,12 @@ func TestCompareLabelsAFindingOnAnotherRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := &searcher{o: o, sum: newSummary(o, Space{})}
-			got := s.compare(ctx, 7, p, lin.P6)
-			if got.Label != c.label || got.Runs != rerun.CompareRuns {
+			got := s.compare(ctx, 7, p, []lin.Property{lin.P1, lin.P6})
+			if got.Label != c.label || got.Runs != rerun.CompareRuns || len(got.Properties) != 2 {
 				t.Fatalf("%s: %+v, want %q after %d runs", c.with, got, c.label, rerun.CompareRuns)
+			}
+			if p1, p6 := got.Properties[0], got.Properties[1]; p1.Label != rerun.Also || p6.Label != c.p6 {
+				t.Errorf("%s: P1 %q, P6 %q, want %q and %q (%s)", c.with, p1.Label, p6.Label, rerun.Also, c.p6, got)
 			}
 			if !strings.HasPrefix(got.String(), c.label+" "+c.with) || got.Dir == "" {
 				t.Errorf("%q (dir %q)", got.String(), got.Dir)
@@ -57,7 +62,8 @@ func TestKindsGroupByWhatFailuresShow(t *testing.T) {
 	f := func(run int, shows []string, faults string, reproduced int) *Failure {
 		return &Failure{Run: run, Impl: "node-redlock@3.1.2", Faults: faults, Shows: shows, Kind: kindOf("node-redlock@3.1.2", shows, faults), Reproduced: reproduced}
 	}
-	fixed := &rerun.Comparison{With: "node-redlock@4.0.0", Property: lin.P6, Runs: 3, Held: 3, Label: rerun.Fixed}
+	fixed := &rerun.Comparison{With: "node-redlock@4.0.0", Runs: 3, Label: rerun.Fixed, Properties: []rerun.PropertyComparison{
+		{Property: lin.P1, Violated: 2, Label: rerun.Also}, {Property: lin.P6, Held: 3, Label: rerun.Fixed}}}
 	withCmp := f(9, late, "client-pause", 1)
 	withCmp.Compare = fixed
 	kinds := KindsOf([]*Failure{
@@ -79,7 +85,7 @@ func TestKindsGroupByWhatFailuresShow(t *testing.T) {
 	if kinds[1].Compare != fixed || !strings.Contains(kinds[1].Kind, "P6: extend ok after another's grant") {
 		t.Errorf("kind %q compare %v", kinds[1].Kind, kinds[1].Compare)
 	}
-	if got := fixed.String(); got != "fixed in node-redlock@4.0.0 (P6 held in 3 of 3 runs)" {
+	if got := fixed.String(); got != "fixed in node-redlock@4.0.0: P1 broke in 2 of 3 runs; P6 held in 3 of 3 runs" {
 		t.Errorf("%q", got)
 	}
 }

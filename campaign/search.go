@@ -473,7 +473,9 @@ func splitVerdicts(r lin.Result) (illegal, unknown []lin.Property) {
 
 // shrinkOrder is the order in which a failure's property to shrink on is chosen, after
 // the expected ones: the rarer violations first.
-func shrinkOrder() []lin.Property { return []lin.Property{lin.P2, lin.P3, lin.L1, lin.P1} }
+func shrinkOrder() []lin.Property {
+	return []lin.Property{lin.P2, lin.P3, lin.P6, lin.P4, lin.P5, lin.L1, lin.P1}
+}
 
 // target is the property a failure is confirmed and shrunk on: a violated property the
 // models expected to hold, else one the searched class detects, else the rarest.
@@ -675,7 +677,7 @@ func (s *searcher) finish(ctx context.Context, job shrinkJob, best plan.Plan, be
 	s.mu.Unlock()
 	s.emit(note, nil)
 	if s.o.CompareWith != "" && rerun.SameLibrary(best.Impl, s.o.CompareWith) && ctx.Err() == nil {
-		c := s.compare(ctx, i, best, job.prop)
+		c := s.compare(ctx, i, best, f.Illegal)
 		s.mu.Lock()
 		f.Compare = c
 		s.mu.Unlock()

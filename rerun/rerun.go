@@ -20,40 +20,58 @@ import (
 	"github.com/locklab/locklab/runner"
 )
 
-// Comparison is a finding's plan run on another release of its library
-// (SearchOptions.CompareWith): whether the property it was confirmed on breaks there too.
+// Comparison is a finding's plan run on another release of its library (campaign
+// --compare-with, assess with several releases): what each property the finding broke
+// did there.
 type Comparison struct {
-	With      string       `json:"with"`     // the other release, NAME@VERSION
-	Property  lin.Property `json:"property"` // the finding's target
-	Runs      int          `json:"runs"`     // runs of the plan on With
-	Violated  int          `json:"violated"` // of those, the ones that broke Property
-	Held      int          `json:"held"`     // ... and the ones that decided it held
-	Perturbed int          `json:"perturbed,omitempty"`
-	Label     string       `json:"label"` // Also, Fixed or Undecided
-	Why       string       `json:"why,omitempty"`
-	Dir       string       `json:"dir,omitempty"` // the first run on With that broke it, else the first run
+	With       string               `json:"with"` // the other release, NAME@VERSION
+	Runs       int                  `json:"runs"` // runs of the plan on With
+	Perturbed  int                  `json:"perturbed,omitempty"`
+	Properties []PropertyComparison `json:"properties"` // each property the finding broke
+	Label      string               `json:"label"`      // Fixed, Also or Undecided
+	Why        string               `json:"why,omitempty"`
+	Dir        string               `json:"dir,omitempty"` // the first run on With that broke one, else the first run
 }
 
-// Labels of a Comparison.
+// PropertyComparison is what one property did in a Comparison's runs.
+type PropertyComparison struct {
+	Property lin.Property `json:"property"`
+	Violated int          `json:"violated"` // runs that broke it
+	Held     int          `json:"held"`     // runs that decided it held
+	Label    string       `json:"label"`    // Also: broken again; Fixed: held in every decided run, at least two
+}
+
+// Labels of a Comparison: Fixed when some property the finding broke held on the other
+// release in every decided run (at least two): the finding, as it is, is not there;
+// Also when every one broke again; else Undecided.
 const (
-	Also      = "also in"   // the other release broke the property on the plan too
-	Fixed     = "fixed in"  // it held it in every decided run, at least two
-	Undecided = "undecided" // too few decided runs to say either
+	Also      = "also in"
+	Fixed     = "fixed in"
+	Undecided = "undecided"
 )
 
-// String is the label with its evidence: "fixed in redsync@v4.12.1 (P1 held in 2 of 2 runs)".
+// String is the label with its evidence: "fixed in node-redlock@4.0.0: P6 held in 3 of 3
+// runs; P1 broke in 1 of 3".
 func (c *Comparison) String() string {
-	switch c.Label {
-	case Also:
-		return fmt.Sprintf("also in %s (%s broke in %d of %d runs)", c.With, c.Property, c.Violated, c.Runs)
-	case Fixed:
-		return fmt.Sprintf("fixed in %s (%s held in %d of %d runs)", c.With, c.Property, c.Held, c.Runs)
+	if c.Why != "" && c.Label == Undecided {
+		return fmt.Sprintf("undecided in %s: %s", c.With, c.Why)
 	}
-	why := c.Why
-	if why == "" {
-		why = fmt.Sprintf("%d of %d runs decided %s, %d perturbed", c.Held+c.Violated, c.Runs, c.Property, c.Perturbed)
+	var parts []string
+	for _, p := range c.Properties {
+		if p.Label == Also {
+			parts = append(parts, fmt.Sprintf("%s broke in %d of %d runs", p.Property, p.Violated, c.Runs))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s held in %d of %d runs", p.Property, p.Held, c.Runs))
+		}
 	}
-	return fmt.Sprintf("undecided in %s: %s", c.With, why)
+	if c.Perturbed > 0 {
+		parts = append(parts, fmt.Sprintf("%d perturbed", c.Perturbed))
+	}
+	label := c.Label
+	if label == Undecided {
+		label += " in"
+	}
+	return fmt.Sprintf("%s %s: %s", label, c.With, strings.Join(parts, "; "))
 }
 
 // CompareRuns is how many times a finding's plan runs on the release compared with.
@@ -85,23 +103,33 @@ func SameLibrary(impl, other string) bool {
 }
 
 // Compare labels what the runs t of a finding's plan on the release with did with the
-// property prop the finding broke: also in (broken again in a run), fixed in (held in
-// every decided run, at least two), else undecided. Dir is the first run that broke it,
-// else the first run.
-func Compare(with string, prop lin.Property, t Tally) *Comparison {
-	c := &Comparison{With: with, Property: prop, Label: Undecided,
-		Runs: t.Runs, Violated: t.Violated[prop], Held: t.Held[prop], Perturbed: t.Perturbed, Why: t.Why}
-	if d := t.FirstViolating(prop); d != "" {
-		c.Dir = d
-	} else if len(t.Dirs) > 0 {
-		c.Dir = t.Dirs[0]
+// properties props the finding broke (see the labels). Dir is the first run that broke
+// one of them, else the first run.
+func Compare(with string, props []lin.Property, t Tally) *Comparison {
+	c := &Comparison{With: with, Runs: t.Runs, Perturbed: t.Perturbed, Why: t.Why, Label: Undecided}
+	also := len(props) > 0
+	for _, prop := range props {
+		pc := PropertyComparison{Property: prop, Violated: t.Violated[prop], Held: t.Held[prop], Label: Undecided}
+		switch {
+		case pc.Violated > 0:
+			pc.Label = Also
+			if c.Dir == "" {
+				c.Dir = t.FirstViolating(prop)
+			}
+		case pc.Held >= 2 && t.Why == "":
+			pc.Label = Fixed
+		}
+		also = also && pc.Label == Also
+		if pc.Label == Fixed {
+			c.Label = Fixed
+		}
+		c.Properties = append(c.Properties, pc)
 	}
-	switch {
-	case c.Violated > 0:
+	if also {
 		c.Label = Also
-	case c.Why != "":
-	case c.Held >= 2:
-		c.Label = Fixed
+	}
+	if c.Dir == "" && len(t.Dirs) > 0 {
+		c.Dir = t.Dirs[0]
 	}
 	return c
 }

@@ -28,29 +28,36 @@ func TestCompareWithIsChecked(t *testing.T) {
 	}
 }
 
-// TestCompareLabels: broken again in a run is "also in", held in every decided run (at
-// least two) "fixed in", anything less undecided, with the evidence in words.
+// TestCompareLabels: fixed in when some property the finding broke held in every decided
+// run (at least two), also in when every one broke again, else undecided; with the
+// evidence in words and the first run that broke one.
 func TestCompareLabels(t *testing.T) {
-	tally := func(held, violated, perturbed int, why string) Tally {
-		t := Tally{Runs: held + violated + perturbed, Held: map[lin.Property]int{lin.P6: held}, Violated: map[lin.Property]int{lin.P6: violated},
+	tally := func(p1held, p1viol, p6held, p6viol, perturbed int, why string) Tally {
+		t := Tally{Runs: 3, Held: map[lin.Property]int{lin.P1: p1held, lin.P6: p6held}, Violated: map[lin.Property]int{lin.P1: p1viol, lin.P6: p6viol},
 			Perturbed: perturbed, Why: why, Dirs: []string{"d/0", "d/1", "d/2"}, violating: map[lin.Property]string{}}
-		if violated > 0 {
+		if p1viol > 0 {
+			t.violating[lin.P1] = "d/2"
+		}
+		if p6viol > 0 {
 			t.violating[lin.P6] = "d/1"
 		}
 		return t
 	}
+	both := []lin.Property{lin.P1, lin.P6}
 	for _, c := range []struct {
 		t     Tally
+		props []lin.Property
 		label string
 		says  string
 		dir   string
 	}{
-		{tally(2, 1, 0, ""), Also, "also in x@2 (P6 broke in 1 of 3 runs)", "d/1"},
-		{tally(3, 0, 0, ""), Fixed, "fixed in x@2 (P6 held in 3 of 3 runs)", "d/0"},
-		{tally(1, 0, 2, ""), Undecided, "undecided in x@2: 1 of 3 runs decided P6, 2 perturbed", "d/0"},
-		{tally(2, 0, 0, "its run failed to run: boom"), Undecided, "undecided in x@2: its run failed to run: boom", "d/0"},
+		{tally(0, 3, 2, 1, 0, ""), both, Also, "also in x@2: P1 broke in 3 of 3 runs; P6 broke in 1 of 3 runs", "d/2"},
+		{tally(0, 3, 3, 0, 0, ""), both, Fixed, "fixed in x@2: P1 broke in 3 of 3 runs; P6 held in 3 of 3 runs", "d/2"},
+		{tally(0, 0, 3, 0, 0, ""), []lin.Property{lin.P6}, Fixed, "fixed in x@2: P6 held in 3 of 3 runs", "d/0"},
+		{tally(0, 3, 1, 0, 2, ""), both, Undecided, "undecided in x@2: P1 broke in 3 of 3 runs; P6 held in 1 of 3 runs; 2 perturbed", "d/2"},
+		{tally(0, 0, 2, 0, 0, "its run failed to run: boom"), []lin.Property{lin.P6}, Undecided, "undecided in x@2: its run failed to run: boom", "d/0"},
 	} {
-		got := Compare("x@2", lin.P6, c.t)
+		got := Compare("x@2", c.props, c.t)
 		if got.Label != c.label || got.String() != c.says || got.Dir != c.dir {
 			t.Errorf("%+v: %q %q %q, want %q %q %q", c.t, got.Label, got.String(), got.Dir, c.label, c.says, c.dir)
 		}
