@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/lockimpl"
@@ -18,6 +17,23 @@ import (
 // redsyncVersion is the version of github.com/go-redsync/redsync/v4 in go.mod, whose
 // behaviour the table below describes.
 const redsyncVersion = "v4.18.1"
+
+// The adapter is built in three variants, one per range of redsync's API (the build tag
+// is chosen by releases.GoTags from the version a release is built against):
+//
+//	file                  tag              releases          what differs
+//	redsync_current.go    (none)           v4.12.0 –         redsync's go-redis v9 pool, Until, the typed errors of the table below
+//	redsync_v4pre12.go    redsync_v4pre12  v4.7.0 – v4.11.x  no ErrLockAlreadyExpired, no WithSetNXOnExtend (v4.12.0); ErrTaken and
+//	                                                         ErrNodeTaken are values before v4.8.0
+//	redsync_v4pre7.go     redsync_v4pre7   v4.2.0 – v4.6.x   no typed errors (v4.7.0): a failure is classified by its (ok, err) alone
+//
+// The two old variants share redsync_old.go: a redsync redis.Pool over go-redis v9 (redsync's
+// own arrived with v4.6.0 on the pre-release module github.com/go-redis/redis/v9, and on
+// github.com/redis/go-redis/v9 with v4.8.0), the lease's end computed as redsync computes
+// its Until (start + ttl − ttl·0.01; Until itself arrived with v4.4.0), and set_nx_on_extend
+// refused naming v4.12.0. Releases before v4.2.0 have no WithValue, by which the adapter acts
+// on a lease from its token, and v4.0.0 – v4.0.2 pass a context to every redis.Conn
+// command: no variant covers them, and releases.GoTags says so before building.
 
 // redsyncLock adapts redsync, a Redlock implementation: one go-redis pool per server,
 // quorum N/2+1, SET NX PX on every server in parallel, validity = expiry − elapsed −
@@ -118,7 +134,7 @@ func newRedsync(cfg lockimpl.Config) (lockimpl.Locker, error) {
 	l.quorum = len(l.clients)/2 + 1
 	pools := make([]redsyncredis.Pool, len(l.clients))
 	for i, c := range l.clients {
-		pools[i] = goredis.NewPool(c)
+		pools[i] = redsyncPool(c)
 	}
 	l.rs = redsync.New(pools...)
 	l.acquire = []redsync.Option{redsync.WithTries(redsyncTries().Int(cfg.Options))}
@@ -126,7 +142,11 @@ func newRedsync(cfg lockimpl.Config) (lockimpl.Locker, error) {
 		l.acquire = append(l.acquire, redsync.WithRetryDelay(d))
 	}
 	if redsyncSetNXOnExtend().Bool(cfg.Options) {
-		l.extend = append(l.extend, redsync.WithSetNXOnExtend())
+		o, err := redsyncSetNXOnExtendOption()
+		if err != nil {
+			return nil, fmt.Errorf("redsync: option set_nx_on_extend: %w", err)
+		}
+		l.extend = append(l.extend, o)
 	}
 	l.warm(cfg.Timeout)
 	return l, nil
@@ -153,14 +173,14 @@ func (l *redsyncLock) Acquire(ctx context.Context, key string, ttl time.Duration
 		return lockimpl.Lease{}, fmt.Errorf("%s: acquire: %w", l.name, err)
 	}
 	m := l.rs.NewMutex(key, append([]redsync.Option{redsync.WithExpiry(ttl)}, l.acquire...)...)
-	start := l.clock.Now()
+	start, sys := l.clock.Now(), time.Now()
 	if err := m.LockContext(ctx); err != nil {
 		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, l.classify(err, lockimpl.ErrNotAcquired))
 	}
 	if err := lockimpl.CallStep(ctx, l.step, lockimpl.StepGranted); err != nil {
 		return lockimpl.Lease{}, fmt.Errorf("%s: acquire %q: %w", l.name, key, err)
 	}
-	return l.lease(key, m, start, ttl), nil
+	return l.lease(key, m, start, redsyncUntil(m, sys, ttl), ttl), nil
 }
 
 // Release implements Locker.
@@ -180,12 +200,12 @@ func (l *redsyncLock) Extend(ctx context.Context, lease lockimpl.Lease, ttl time
 		return lockimpl.Lease{}, fmt.Errorf("%s: extend: %w", l.name, err)
 	}
 	m := l.rs.NewMutex(lease.Key, append([]redsync.Option{redsync.WithExpiry(ttl), redsync.WithValue(lease.Token)}, l.extend...)...)
-	start := l.clock.Now()
+	start, sys := l.clock.Now(), time.Now()
 	ok, err := m.ExtendContext(ctx)
 	if !ok {
 		return lockimpl.Lease{}, fmt.Errorf("%s: extend %q: %w", l.name, lease.Key, l.classify(err, lockimpl.ErrNotHeld))
 	}
-	return l.lease(lease.Key, m, start, ttl), nil
+	return l.lease(lease.Key, m, start, redsyncUntil(m, sys, ttl), ttl), nil
 }
 
 // Close implements Locker.
@@ -198,10 +218,10 @@ func (l *redsyncLock) Close() error {
 }
 
 // lease is what a successful call that started at start (by l.clock) granted: the
-// validity redsync computed, moved from the system clock to l.clock, never beyond
+// validity until (by the system clock, redsync's), moved to l.clock, never beyond
 // start + ttl.
-func (l *redsyncLock) lease(key string, m *redsync.Mutex, start time.Time, ttl time.Duration) lockimpl.Lease {
-	left := time.Until(m.Until())
+func (l *redsyncLock) lease(key string, m *redsync.Mutex, start, until time.Time, ttl time.Duration) lockimpl.Lease {
+	left := time.Until(until)
 	now := l.clock.Now()
 	deadline := now.Add(left)
 	if limit := start.Add(ttl); deadline.After(limit) {
@@ -212,45 +232,52 @@ func (l *redsyncLock) lease(key string, m *redsync.Mutex, start time.Time, ttl t
 
 // classify maps a redsync error (see the table above) to a refusal wrapping kind, or
 // returns it as it is (unknown). err may be nil when the library reported failure
-// without one, which its code never does; that stays unknown.
+// without one: from v4.7.0 its code never does, and that stays unknown; before, it is
+// the definite refusal (redsyncRefused of the variant says).
 func (l *redsyncLock) classify(err error, kind error) error {
-	if err == nil {
-		return errors.New("redsync reported failure without an error")
-	}
-	if redsyncRefused(err, len(l.clients), l.quorum) {
+	refused := redsyncRefused(err, len(l.clients), l.quorum)
+	switch {
+	case refused && err == nil: // before v4.7.0: (false, nil), see redsync_v4pre7.go
+		return refusal(kind, errors.New("redsync answered false without an error: every server answered and fewer than a quorum held the token"))
+	case refused:
 		return refusal(kind, err)
+	case err == nil:
+		return errors.New("redsync reported failure without an error")
 	}
 	return err
 }
 
-// redsyncRefused reports whether err is a definite refusal: a quorum answered with
-// another token, or every server answered and fewer than a quorum were ours.
-func redsyncRefused(err error, nodes, quorum int) bool {
-	var taken *redsync.ErrTaken
-	if errors.As(err, &taken) {
+// redsyncRefusedBy is redsyncRefused given the variant's tests: taken, a quorum answered
+// with another token; nodeRefused, one server did.
+func redsyncRefusedBy(err error, nodes, quorum int, taken, nodeRefused func(error) bool) bool {
+	if taken(err) {
 		return true
 	}
 	refused := 0
 	for _, e := range redsyncLeaves(err) {
-		var nodeTaken *redsync.ErrNodeTaken
-		switch {
-		case errors.As(e, &nodeTaken), errors.Is(e, redsync.ErrLockAlreadyExpired):
-			refused++
-		default: // *RedisError, ErrFailed, ErrExtendFailed, anything new: unknown
+		if !nodeRefused(e) { // *RedisError, ErrFailed, ErrExtendFailed, anything new: unknown
 			return false
 		}
+		refused++
 	}
 	return refused > 0 && nodes-refused < quorum
 }
 
-// redsyncLeaves flattens redsync's errors.Join into the per-server errors.
+// redsyncLeaves flattens redsync's joined errors into the per-server errors: errors.Join
+// (v4.17.0 on, nested as redsync joins one at a time) and hashicorp/go-multierror before.
 func redsyncLeaves(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var leaves []error
-		for _, e := range j.Unwrap() {
-			leaves = append(leaves, redsyncLeaves(e)...)
-		}
-		return leaves
+	var inner []error
+	switch j := err.(type) {
+	case interface{ Unwrap() []error }:
+		inner = j.Unwrap()
+	case interface{ WrappedErrors() []error }:
+		inner = j.WrappedErrors()
+	default:
+		return []error{err}
 	}
-	return []error{err}
+	var leaves []error
+	for _, e := range inner {
+		leaves = append(leaves, redsyncLeaves(e)...)
+	}
+	return leaves
 }
