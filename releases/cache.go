@@ -91,8 +91,8 @@ func (c Cache) Prepare(ctx context.Context, name string) (Release, error) {
 }
 
 // buildGo is locklab-lockserve built against lib at version: go get into a copy of the
-// source tree's go.mod, go build with that modfile, in a temporary folder renamed into
-// place.
+// source tree's go.mod, go build with that modfile and the build tags of the adapter's
+// variant for version (GoTags), in a temporary folder renamed into place.
 func (c Cache) buildGo(ctx context.Context, lib Library, version string) (string, error) {
 	src, err := SourceTree()
 	if err != nil {
@@ -119,8 +119,19 @@ func (c Cache) buildGo(ctx context.Context, lib Library, version string) (string
 			}
 			return fmt.Errorf("%s: %s", why, firstLines(out, 4, err))
 		}
-		if out, err := goCmd(ctx, src, "build", "-mod=mod", modfile, "-o", filepath.Join(tmp, lockserve), "./cmd/"+lockserve); err != nil {
-			return fmt.Errorf("%s does not compile against %s %s: %s", adapterOf(out), lib.Package, version, firstLines(out, 6, err))
+		tags, err := GoTags(lib, version) // once the proxy said it serves the release
+		if err != nil {
+			return err
+		}
+		args := []string{"build", "-mod=mod", modfile}
+		variant := ""
+		if len(tags) > 0 {
+			args = append(args, "-tags", strings.Join(tags, ","))
+			variant = " (its variant for this release, -tags " + strings.Join(tags, ",") + ")"
+		}
+		args = append(args, "-o", filepath.Join(tmp, lockserve), "./cmd/"+lockserve)
+		if out, err := goCmd(ctx, src, args...); err != nil {
+			return fmt.Errorf("%s%s does not compile against %s %s: %s", adapterOf(out), variant, lib.Package, version, firstLines(out, 6, err))
 		}
 		return nil
 	}, final)
