@@ -72,6 +72,10 @@ type KindInfo struct {
 	Points      bool   // whether Point applies
 	build       func(Spec) (Fault, error)
 	ownWindow   bool // the fault records its own window (client gates: when they fire)
+	// healsAtUntil: Spec.Until heals the fault when that client reaches that point after
+	// it was put in place (the schedule's, for a link's toxics); client-pause reads until
+	// itself.
+	healsAtUntil bool
 }
 
 // Kinds lists the fault kinds this locklab can inject, family by family; each family
@@ -113,8 +117,8 @@ func kindOf(s Spec) (KindInfo, error) {
 	if s.Cut != "" && s.Kind != "failover" {
 		return k, fmt.Errorf("fault %s takes no cut (a failover's)", s.Kind)
 	}
-	if s.Until != "" && s.Kind != "client-pause" {
-		return k, fmt.Errorf("fault %s takes no until (a client-pause's)", s.Kind)
+	if s.Until != "" && s.Kind != "client-pause" && !k.healsAtUntil {
+		return k, fmt.Errorf("fault %s takes no until (a client-pause's and a link fault's)", s.Kind)
 	}
 	return k, nil
 }
@@ -183,7 +187,7 @@ func (e *TriggerError) Unwrap() error { return e.Err }
 type Planned struct {
 	Spec    Spec
 	Trigger *Trigger // nil: the fault starts Spec.At after the run starts
-	Until   *Trigger // a client-pause's end (Spec.Until), nil when it lasts its duration
+	Until   *Trigger // a client-pause's or a link fault's end (Spec.Until), nil when it lasts its duration
 	kind    KindInfo
 	fault   Fault
 	used    atomic.Bool

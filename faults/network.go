@@ -21,7 +21,9 @@ func networkKinds() []KindInfo {
 			}
 			return &onScene{f: f, atOnce: k.AtOnce}, nil
 		}
-		out = append(out, KindInfo{Name: k.Name, Description: k.Description, Targets: k.Targets, build: build, ownWindow: true})
+		// A link's toxics heal at once, so until can end them (a partition is in place
+		// only once the Sentinels act, and heals by reconnecting containers).
+		out = append(out, KindInfo{Name: k.Name, Description: k.Description, Targets: k.Targets, build: build, ownWindow: true, healsAtUntil: k.AtOnce})
 	}
 	return out
 }

@@ -285,3 +285,56 @@ func rdb(t *testing.T, addr string) *redis.Client {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// A link fault with until heals when that client reaches that point after the fault was
+// put in place, its duration bounding it: a latency whose held replies are then let
+// through at once. Kinds that cannot heal at once refuse until.
+func TestLinkFaultHealsAtUntil(t *testing.T) {
+	if _, err := New(Spec{Kind: "partition", Target: "redis-0", Until: "client:1@after-acquire"}); err == nil || !strings.Contains(err.Error(), "takes no until") {
+		t.Errorf("partition with until: %v", err)
+	}
+	env := netEnv(t, 2)
+	sch, err := startSpecs(t, context.Background(), env, []Spec{{
+		Kind: "net-latency", Duration: time.Hour, Target: "client:0->store", Latency: time.Hour, Direction: "down",
+		Trigger: "client:0@before-write", Until: "client:1@after-acquire",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sch.Stop()
+	ctx := context.Background()
+	// Client 1 acquired before the fault: that does not heal it.
+	if err := env.Gates.Reach(ctx, 1, "after-acquire"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Gates.Reach(ctx, 0, "before-write"); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := env.Cluster.Endpoints(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rdb(t, ep.Store)
+	answered := make(chan error, 1)
+	go func() { answered <- c.Ping(ctx).Err() }()
+	select {
+	case err := <-answered:
+		t.Fatalf("the reply came through the latency (%v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if n := toxicsByLink(t, env.Cluster.Net)["client:0->store"]; n != 1 {
+		t.Fatalf("%d toxics after a grant that came before the fault, want 1", n)
+	}
+	if err := env.Gates.Reach(ctx, 1, "after-acquire"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatalf("the held reply: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reply was still held after client 1 acquired")
+	}
+	waitFor(t, func() bool { return toxicsByLink(t, env.Cluster.Net)["client:0->store"] == 0 })
+}

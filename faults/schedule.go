@@ -32,6 +32,7 @@ type item struct {
 	fired    chan struct{} // closed when the trigger fires (nil: timed fault)
 	injected chan struct{} // closed once Inject has returned (or will never run)
 	window   int           // the recorder's window index, -1 when none
+	until    *Trigger      // heals it when that client reaches that point (nil: its duration)
 	held     atomic.Int64  // ns its trigger held its client until it was in place (minus the start while held)
 }
 
@@ -48,6 +49,12 @@ func Start(ctx context.Context, env *Env, planned []*Planned) (*Schedule, error)
 			return nil, fmt.Errorf("fault %s: %w", s, err)
 		}
 		items[i] = &item{spec: s, kind: pl.kind, fault: pl.fault, injected: make(chan struct{}), window: -1}
+		if pl.Until != nil && pl.kind.healsAtUntil {
+			if env.Gates == nil || pl.Until.Client >= env.Clients {
+				return nil, fmt.Errorf("fault %s: until needs client gates and a client of the run's %d", s, env.Clients)
+			}
+			items[i].until = pl.Until
+		}
 		if tr := pl.Trigger; tr != nil {
 			if tr.Client >= env.Clients {
 				return nil, fmt.Errorf("fault %s: client %d of a run of %d clients", s, tr.Client, env.Clients)
@@ -121,10 +128,22 @@ func (sch *Schedule) run(ctx context.Context, it *item) {
 		spec.WithOffset(sch.env.Rec, it.window, it.spec)
 	}
 	close(it.injected)
-	if !sch.sleepPlan(ctx, it.spec.Duration, sch.Held()) {
+	if !sch.sleepPlanUntil(ctx, it.spec.Duration, sch.Held(), sch.armUntil(it)) {
 		return // Stop heals it
 	}
 	sch.heal(ctx, it)
+}
+
+// armUntil is closed when it's until client reaches its point from now on, once the fault
+// is in place (nil when it has no until): the fault lasts until then, its duration
+// bounding it.
+func (sch *Schedule) armUntil(it *item) <-chan struct{} {
+	if it.until == nil {
+		return nil
+	}
+	ch, once := make(chan struct{}), sync.Once{}
+	sch.env.Gates.AddTrigger(it.until.Client, it.until.Point, func(context.Context) { once.Do(func() { close(ch) }) })
+	return ch
 }
 
 // heal heals it. A heal cut short by Stop's cancellation is no error: Stop heals every
@@ -169,13 +188,25 @@ func (sch *Schedule) AwaitSettled(ctx context.Context) {
 // beyond held0 (Held): every fault keeps its place in the story, a link cut at a trigger
 // healed with a partition whose trigger held its client until the election came.
 func (sch *Schedule) sleepPlan(ctx context.Context, d, held0 time.Duration) bool {
+	return sch.sleepPlanUntil(ctx, d, held0, nil)
+}
+
+// sleepPlanUntil is sleepPlan cut short when until is closed (never, when it is nil).
+func (sch *Schedule) sleepPlanUntil(ctx context.Context, d, held0 time.Duration, until <-chan struct{}) bool {
 	start := time.Now()
 	for {
 		left := d - time.Since(start) + sch.Held() - held0
 		if left <= 0 {
 			return ctx.Err() == nil
 		}
-		if !spec.Sleep(ctx, max(left, holdPoll)) { // a hold under way keeps left from shrinking
+		t := time.NewTimer(max(left, holdPoll)) // a hold under way keeps left from shrinking
+		select {
+		case <-t.C:
+		case <-until:
+			t.Stop()
+			return ctx.Err() == nil
+		case <-ctx.Done():
+			t.Stop()
 			return false
 		}
 	}
