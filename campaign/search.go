@@ -473,7 +473,9 @@ func splitVerdicts(r lin.Result) (illegal, unknown []lin.Property) {
 
 // shrinkOrder is the order in which a failure's property to shrink on is chosen, after
 // the expected ones: the rarer violations first.
-func shrinkOrder() []lin.Property { return []lin.Property{lin.P2, lin.P3, lin.P6, lin.P4, lin.P5, lin.L1, lin.P1} }
+func shrinkOrder() []lin.Property {
+	return []lin.Property{lin.P2, lin.P3, lin.P6, lin.P4, lin.P5, lin.L1, lin.P1}
+}
 
 // target is the property a failure is confirmed and shrunk on: a violated property the
 // models expected to hold, else one the searched class detects, else the rarest.
