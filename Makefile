@@ -49,8 +49,9 @@ build:
 # (NAME@VERSION), e.g. make versions VERSIONS="redsync@v4.13.0 redis-semaphore-mutex@5.6.0".
 VERSIONS ?=
 # The releases make test runs: cmd/locklab's TestReleasesRun, the affected and fixed
-# release of every bug of docs/track-record (TestTrackRecord), TestBisectFindsTheFix's.
-TEST_VERSIONS = redsync@v4.13.0 redis-semaphore-mutex@5.6.0 redsync@v4.12.0 redsync@v4.12.1 node-redlock@3.1.1 node-redlock@3.1.2 node-redlock@4.0.0 node-redlock@4.2.0 rueidislock@v1.0.69 rueidislock@v1.0.70 redis-semaphore-mutex@5.3.0 redis-semaphore-mutex@5.3.1
+# release of every bug of docs/track-record (TestTrackRecord), TestBisectFindsTheFix's,
+# releases' TestOldRedsyncReleases (one per adapter variant's range).
+TEST_VERSIONS = redsync@v4.13.0 redis-semaphore-mutex@5.6.0 redsync@v4.12.0 redsync@v4.12.1 node-redlock@3.1.1 node-redlock@3.1.2 node-redlock@4.0.0 node-redlock@4.2.0 rueidislock@v1.0.69 rueidislock@v1.0.70 redis-semaphore-mutex@5.3.0 redis-semaphore-mutex@5.3.1 redsync@v4.3.0 redsync@v4.4.1 redsync@v4.7.1
 versions: build
 	@test -n "$(VERSIONS)" || { echo 'make versions VERSIONS="NAME@VERSION ..."' >&2; exit 2; }
 	$(BIN) list $(addprefix --prepare ,$(VERSIONS))
