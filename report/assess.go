@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/xml"
 	"fmt"
 	"html/template"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/locklab/locklab/assess"
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/report/junit"
 )
 
 // assessView is report.html of an assessment: a card per lock on top, then its
@@ -29,6 +29,9 @@ type assessView struct {
 	Errors   []string
 	Diffs    []assess.ReleaseDiff
 }
+
+// headerItem is a line of a header or a card.
+type headerItem struct{ Name, Value string }
 
 type assessLockView struct {
 	*assess.LockReport
@@ -100,7 +103,7 @@ func AssessHTML(dir string, r *assess.Report) ([]byte, error) {
 		}
 		v.Locks = append(v.Locks, lv)
 	}
-	return renderPage("assess", v)
+	return pages.Render("assess", v)
 }
 
 func findingView(dir string, files runFiles, f assess.Finding, failOn []assess.Class) assessFindingView {
@@ -194,69 +197,6 @@ const assessPage = `{{define "assess"}}{{template "head" .Title}}
 {{template "foot"}}{{end}}
 `
 
-// assessStyle is added to the shared stylesheet for the report's cards and findings.
-const assessStyle = `
-.cards { display: flex; flex-wrap: wrap; gap: 1em; margin: 1em 0; }
-.card { border: 1px solid #bbb; border-radius: .4em; padding: .2em 1em; min-width: 18em; }
-.card.fail { border-color: #a00; } .card.pass { border-color: #155724; }
-.finding { border-left: .4em solid #bbb; padding: .1em 1em; margin: 1em 0; }
-.finding.unexpected { border-color: #a00; } .finding.avoidable { border-color: #d9822b; } .finding.inherent { border-color: #888; }
-.class { text-transform: uppercase; font-size: 85%; padding: .1em .4em; border-radius: .2em; background: #eee; }
-.class.unexpected { background: #f8d7da; } .class.avoidable { background: #ffe5cc; }
-img.timeline { max-width: 100%; border: 1px solid #ddd; }
-tr.check.failed { background: #f8d7da; } tr.check.passed { background: #d4edda; } tr.check.skipped { background: #eee; }
-pre.plan { background: #f7f7f7; padding: .5em; overflow: auto; max-height: 30em; }
-`
-
-// AssessJUnit is junit.xml of an assessment: a suite per lock, a case per conformance
-// check and per finding; a finding fails when its class fails the assessment.
-func AssessJUnit(r *assess.Report) ([]byte, error) {
-	doc := junitSuites{Name: "locklab assess"}
-	for _, l := range r.Locks {
-		s := junitSuite{Name: l.Name}
-		for _, c := range l.Checks {
-			tc := junitCase{Name: "conformance " + c.Name, Classname: l.Name}
-			switch c.Status {
-			case assess.CheckFailed:
-				tc.Failure = &junitMessage{Message: c.Detail, Type: "unexpected", Text: c.Asks}
-			case assess.CheckSkipped:
-				tc.Skipped = &junitMessage{Message: c.Detail}
-			}
-			s.Cases = append(s.Cases, tc)
-		}
-		for _, f := range l.Findings {
-			if f.Source == assess.SourceConformance {
-				continue // its check's case says it
-			}
-			tc := junitCase{Name: fmt.Sprintf("%s %s %s fencing %s", f.Property, f.Source, f.Scenario, f.Fencing), Classname: l.Name}
-			msg := &junitMessage{Message: string(f.Class) + ": " + f.Evidence, Type: string(f.Class), Text: f.Advice + "\n" + f.Replay}
-			if slices.Contains(r.FailOn, f.Class) {
-				tc.Failure = msg
-			} else {
-				tc.SystemOut = msg.Message + "\n" + msg.Text
-			}
-			s.Cases = append(s.Cases, tc)
-		}
-		for _, c := range s.Cases {
-			s.Tests++
-			if c.Failure != nil {
-				s.Failures++
-			}
-			if c.Skipped != nil {
-				s.Skipped++
-			}
-		}
-		doc.Tests += s.Tests
-		doc.Failures += s.Failures
-		doc.Suites = append(doc.Suites, s)
-	}
-	out, err := xml.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte(xml.Header), append(out, '\n')...), nil
-}
-
 // WriteAssess writes report.html and junit.xml of the assessment into dir, beside its
 // report.json.
 func WriteAssess(dir string, r *assess.Report) error {
@@ -267,7 +207,7 @@ func WriteAssess(dir string, r *assess.Report) error {
 	if err := os.WriteFile(filepath.Join(dir, assess.HTMLFile), page, 0o644); err != nil {
 		return err
 	}
-	junit, err := AssessJUnit(r)
+	junit, err := junit.Assess(r)
 	if err != nil {
 		return err
 	}

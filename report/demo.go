@@ -56,7 +56,7 @@ func DemoHTML(d Demo) ([]byte, error) {
 		}
 		view.Views = append(view.Views, v)
 	}
-	return renderPage("demo", view)
+	return pages.Render("demo", view)
 }
 
 // verdictClass is a verdict's CSS class on the pages.

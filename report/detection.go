@@ -4,35 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
 	"github.com/locklab/locklab/internal/jsonfile"
-	lin "github.com/locklab/locklab/linearizability"
-	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/report/index"
+	"github.com/locklab/locklab/report/wording"
 )
-
-// median and worst of a sample (zero for none).
-func medianWorst[T int | plan.Duration](xs []T, less func(a, b T) bool) (T, T) {
-	var zero T
-	if len(xs) == 0 {
-		return zero, zero
-	}
-	s := slices.Clone(xs)
-	slices.SortFunc(s, func(a, b T) int {
-		switch {
-		case less(a, b):
-			return -1
-		case less(b, a):
-			return 1
-		}
-		return 0
-	})
-	return s[(len(s)-1)/2], s[len(s)-1]
-}
 
 // DetectionMarkdown renders the result as BENCHMARKS.md's time-to-detection section.
 func DetectionMarkdown(r detection.Result, command string) string {
@@ -54,36 +34,12 @@ func DetectionMarkdown(r detection.Result, command string) string {
 	}
 	b.WriteString("| class | detects | found | median time | worst time | median plans | worst plans | shrunk counterexample (first seed) | unconfirmed |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
-		c := detectionCellsOf(r, row)
+		c := wording.DetectionCellsOf(r, row)
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", row.Class, c.Detect, c.Found, c.MedianTime, c.WorstTime, c.MedianPlans, c.WorstPlans, c.Shrunk, row.Unconfirmed)
 	}
 	falseAlarmTable(&b, r)
 	faultedAlarmTable(&b, r)
 	return b.String()
-}
-
-// detectionCells is a class's row of the detection table as text, for Markdown and HTML.
-type detectionCells struct {
-	Detect, Found, MedianTime, WorstTime, MedianPlans, WorstPlans, Shrunk string
-}
-
-func detectionCellsOf(r detection.Result, row detection.Row) detectionCells {
-	mt, wt := medianWorst(row.Times, func(a, b plan.Duration) bool { return a.D() < b.D() })
-	mp, wp := medianWorst(row.Plans, func(a, b int) bool { return a < b })
-	c := detectionCells{Detect: lin.JoinProperties(row.Detect, ", "), Found: fmt.Sprintf("%d/%d", row.Found, row.Seeds), Shrunk: "—"}
-	if f := row.Shrunk; f != nil && f.Shrunk != nil {
-		c.Shrunk = fmt.Sprintf("%d faults, %d clients, %d ops (from %d faults, %d clients, %d ops)", f.Shrunk.Faults, f.Shrunk.Clients, f.Shrunk.Ops, f.Original.Faults, f.Original.Clients, f.Original.Ops)
-	}
-	if row.Found == 0 {
-		c.MedianTime, c.WorstTime, c.MedianPlans, c.WorstPlans = "—", "—", "—", "—"
-		return c
-	}
-	c.MedianTime, c.MedianPlans = mt.D().Round(100*time.Millisecond).String(), fmt.Sprint(mp)
-	c.WorstTime, c.WorstPlans = wt.D().Round(100*time.Millisecond).String(), fmt.Sprint(wp)
-	if row.Found < row.Seeds {
-		c.WorstTime, c.WorstPlans = "> "+c.WorstTime+" (missed)", fmt.Sprintf("> %d (missed)", r.MaxRuns)
-	}
-	return c
 }
 
 // falseAlarmTable is the false alarms per implementation, when any were measured.
@@ -130,5 +86,5 @@ func WriteDetection(dir string, r detection.Result, command string) (string, err
 	if err := os.WriteFile(filepath.Join(dir, "detection.md"), []byte(md), 0o644); err != nil {
 		return md, err
 	}
-	return md, WriteDetectionIndex(dir, r, command)
+	return md, index.WriteDetection(dir, r, command)
 }

@@ -6,6 +6,8 @@ import (
 
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/report/page"
+	"github.com/locklab/locklab/report/wording"
 )
 
 // matrixIndexView is the matrix's index.html: its verdict tables, each run of a cell
@@ -24,16 +26,16 @@ type matrixRunRow struct {
 	Class                   string // ok, illegal, underload, unknown, error (matrix.CellRun.Class)
 	Verdicts                string // "P1 ok · P2 illegal · …", or "failed to run"
 	Notes                   []string
-	Files                   runLinks
+	Files                   page.RunLinks
 }
 
 // MatrixIndex renders the matrix's index.html for directory dir (the matrix's output
 // directory): links go only to files that exist there.
 func MatrixIndex(m matrix.Result, dir string) ([]byte, error) {
-	return renderPage("matrix", matrixIndexOf(m, filesIn(dir)))
+	return pages.Render("matrix", matrixIndexOf(m, page.FilesIn(dir)))
 }
 
-func matrixIndexOf(m matrix.Result, has files) matrixIndexView {
+func matrixIndexOf(m matrix.Result, has page.Files) matrixIndexView {
 	v := matrixIndexView{matrixView: matrixViewOf(m, true, has)}
 	v.Legend = append(v.Legend, "timeline: the run's picture (timeline.svg); porcupine: Porcupine's visualisation of its history (history.html). A run directory written before pictures existed shows \"no picture\".")
 	v.Summary = fmt.Sprintf("%d of %d runs finished, %d failed to run.", m.Meta.Runs, m.Meta.Planned, m.Meta.Errors)
@@ -43,10 +45,10 @@ func matrixIndexOf(m matrix.Result, has files) matrixIndexView {
 	for _, c := range m.Cells {
 		for _, r := range c.Runs {
 			row := matrixRunRow{Fencing: c.Fencing, Scenario: c.Scenario, Impl: c.Impl, Index: r.Index, Seed: r.Seed,
-				Class: r.Class(), Files: has.runOf(r.Dir)}
+				Class: r.Class(), Files: has.RunOf(r.Dir)}
 			if r.Error != "" {
 				row.Verdicts = "failed to run"
-				row.Notes = append(row.Notes, "failed to run: "+truncate(r.Error, 300))
+				row.Notes = append(row.Notes, "failed to run: "+wording.Truncate(r.Error, 300))
 			} else {
 				var parts []string
 				for _, p := range lin.AllProperties() {
@@ -55,10 +57,10 @@ func matrixIndexOf(m matrix.Result, has files) matrixIndexView {
 				row.Verdicts = strings.Join(parts, " · ")
 			}
 			if r.Perturbed != "" {
-				row.Notes = append(row.Notes, truncate(perturbedNote(r), 400))
+				row.Notes = append(row.Notes, wording.Truncate(perturbedNote(r), 400))
 			}
 			for _, w := range r.Warnings {
-				row.Notes = append(row.Notes, truncate(w, 300))
+				row.Notes = append(row.Notes, wording.Truncate(w, 300))
 			}
 			v.Runs = append(v.Runs, row)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/report/page"
 )
 
 // WriteMatrix writes matrix.md, matrix.html and index.html into dir, beside the
@@ -105,7 +106,7 @@ type cellView struct {
 
 type runView struct {
 	Label, Link, Class, Title string
-	Files                     runLinks // index.html only
+	Files                     page.RunLinks // index.html only
 }
 
 type noteView struct {
@@ -117,7 +118,7 @@ type noteView struct {
 
 // matrixViewOf lays the matrix out, with links to the runs (relative to the matrix
 // directory) or without any; with has, each run's files that exist (for index.html).
-func matrixViewOf(m matrix.Result, links bool, has files) matrixView {
+func matrixViewOf(m matrix.Result, links bool, has page.Files) matrixView {
 	prefix := ""
 	v := matrixView{Title: "Verdict matrix", Meta: m.Meta, Intro: matrixIntro(m), Legend: append(slices.Clone(matrixLegend), linkLegend(links))}
 	notes := map[string]int{}
@@ -164,7 +165,7 @@ func matrixViewOf(m matrix.Result, links bool, has files) matrixView {
 						rv.Link = prefix + r.Link
 					}
 					if has != nil {
-						rv.Files = has.runOf(r.Dir)
+						rv.Files = has.RunOf(r.Dir)
 					}
 					cv.Runs = append(cv.Runs, rv)
 					if r.Error != "" {
@@ -335,7 +336,7 @@ func MatrixHTML(m matrix.Result) ([]byte, error) {
 }
 
 var matrixPage = template.Must(template.New("matrix").Funcs(template.FuncMap{
-	"md": inlineMarkdown, // the intro's `command` and **bold**, nothing else
+	"md": page.InlineMarkdown, // the intro's `command` and **bold**, nothing else
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>

@@ -139,7 +139,7 @@ var stage = map[string]int{
 	"internal/gate": 0, "internal/liveline": 0, "internal/cmdline": 0,
 	"cluster/exactlyonce": 0, // go-redis options every client is built from; imports nothing of ours
 	"internal/workflows":  0,
-	"internal/benchtable": 16, // make bench: runs go test, imports nothing of the flow
+	"internal/benchtable": 18, // make bench: runs go test, imports nothing of the flow
 	"histories":           1,
 	"linearizability":     2,
 	"timeline":            3,
@@ -158,9 +158,14 @@ var stage = map[string]int{
 	"campaign/expect": 12, "bisect": 12, // bisect: the search for the release where a verdict changes; runs nothing itself
 	"rerun":    12, // one plan run again N times, and the label another release gets (campaign --compare-with, assess)
 	"campaign": 13, "matrix": 13, "jobsbench": 13,
-	"assess":      14, // the one-command verdict: conformance, the catalog row, a campaign
-	"report":      15,
-	"cmd/locklab": 16, "cmd/locklab-lockserve": 16,
+	"assess":            14, // the one-command verdict: conformance, the catalog row, a campaign
+	"report/page":       15, // the HTML every page shares: stylesheet, head and foot, a run's links
+	"report/wording":    15, // the phrases a result's renderings share
+	"report/index":      16, // the index.html of a campaign's and a detection benchmark's directory
+	"report/junit":      16, // junit.xml of a campaign and of an assessment
+	"report/reporttest": 16, // test helpers for report and its packages
+	"report":            17, // and report/tutorial
+	"cmd/locklab":       18, "cmd/locklab-lockserve": 18,
 }
 
 // TestImportsFollowTheFlow: no package imports one that comes later in the flow, campaign

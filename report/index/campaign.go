@@ -1,13 +1,15 @@
-package report
+package index
 
 import (
 	"fmt"
-	"path"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/locklab/locklab/campaign"
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/report/page"
+	"github.com/locklab/locklab/report/wording"
 )
 
 // campaignIndexView is a campaign's index.html (also of a merged one).
@@ -28,6 +30,7 @@ type campaignIndexView struct {
 	PlansFault  []countRow
 }
 
+// headerItem is a line of the page's header.
 type headerItem struct{ Name, Value string }
 
 type propertyRow struct {
@@ -35,7 +38,7 @@ type propertyRow struct {
 	Violated, Unknown int
 	After             string // time to the first violation, or ""
 	Run               int
-	Files             runLinks // the first violating run
+	Files             page.RunLinks // the first violating run
 }
 
 type classRow struct {
@@ -45,7 +48,7 @@ type classRow struct {
 	After    string
 	Runs     int
 	Run      int
-	Files    runLinks
+	Files    page.RunLinks
 }
 
 type failureRow struct {
@@ -61,14 +64,14 @@ type failureRow struct {
 	SavedPlan   string // href of the saved (shrunk) plan, when there
 	Note        string
 	Explanation string
-	Files       runLinks // the failing run
-	ShrunkRun   runLinks // the run that confirmed the saved plan (failures/NNNNN/report)
+	Files       page.RunLinks // the failing run
+	ShrunkRun   page.RunLinks // the run that confirmed the saved plan (failures/NNNNN/report)
 }
 
 type runErrorRow struct {
 	Run   int
 	Error string
-	Files runLinks
+	Files page.RunLinks
 }
 
 type countRow struct {
@@ -76,23 +79,20 @@ type countRow struct {
 	Count int
 }
 
-// CampaignIndex renders a campaign's index.html for directory dir (where its
+// Campaign renders a campaign's index.html for directory dir (where its
 // summary.json is; the summary's paths are relative to it): links go only to files that
 // exist there.
-func CampaignIndex(s *campaign.Summary, dir string) ([]byte, error) {
-	return renderPage("campaign", campaignIndexOf(s, filesIn(dir)))
+func Campaign(s *campaign.Summary, dir string) ([]byte, error) {
+	return pages.Render("campaign", campaignIndexOf(s, page.FilesIn(dir)))
 }
 
-// runDirOf is the run directory of a plan path in a summary (runs/00003/plan.json).
-func runDirOf(planPath string) string {
-	if planPath == "" {
-		return ""
-	}
-	return path.Dir(planPath)
+// WriteCampaign writes the campaign's index.html into dir, where its summary.json is.
+func WriteCampaign(dir string, s *campaign.Summary) error {
+	return pages.WriteIndex(dir, "campaign", campaignIndexOf(s, page.FilesIn(dir)))
 }
 
-func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
-	v := campaignIndexView{Title: "locklab campaign", Word: CampaignVerdict(s), Class: strings.ToLower(CampaignVerdict(s))}
+func campaignIndexOf(s *campaign.Summary, has page.Files) campaignIndexView {
+	v := campaignIndexView{Title: "locklab campaign", Word: wording.CampaignVerdict(s), Class: strings.ToLower(wording.CampaignVerdict(s))}
 	if s.Class != "" {
 		v.Title += ": class " + s.Class
 	}
@@ -106,8 +106,7 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 	}
 	space := "several; each merged campaign's page says which"
 	if !s.Mixed {
-		space = fmt.Sprintf("implementations %s; fault kinds %s; fencing %s; faults per plan up to %s%s",
-			orAll(s.Space.Impls), orAll(s.Space.Faults), orAll(s.Space.Fencings), maxFaultsText(s.Space), calmText(s.Space)+ttlText(s.Space))
+		space = wording.Space(s.Space)
 	}
 	elapsed := s.Elapsed.D().String()
 	if s.Interrupted {
@@ -119,7 +118,7 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 		{"perturbed runs", fmt.Sprint(s.Perturbed)}, {"elapsed", elapsed},
 		{"plans/min", fmt.Sprintf("%.1f per runner", s.PlansPerMinute)}, {"space", space},
 		{"safe-configuration violations", fmt.Sprint(s.SafeViolations)}, {"findings", fmt.Sprint(s.Findings)},
-		{"findings under load", fmt.Sprint(len(s.UnderLoad))}, {"decided", DecidedText(s)},
+		{"findings under load", fmt.Sprint(len(s.UnderLoad))}, {"decided", wording.Decided(s)},
 	}
 	if !s.Started.IsZero() {
 		v.Header = append(v.Header, headerItem{"started", s.Started.Format("2006-01-02 15:04:05 MST")})
@@ -129,7 +128,7 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 	}
 	verdict := []string{fmt.Sprintf("%d safe-configuration violations, %d findings", s.SafeViolations, s.Findings)}
 	searched := s.SearchedFor()
-	for _, c := range sortedKeys(searched) {
+	for _, c := range slices.Sorted(maps.Keys(searched)) {
 		if searched[c] {
 			verdict = append(verdict, "class "+c+" found")
 		} else {
@@ -146,7 +145,7 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 	for _, p := range lin.AllProperties() {
 		row := propertyRow{Property: string(p), Name: p.Name(), Violated: s.Violations[p], Unknown: s.Unknown[p]}
 		if f, ok := s.FirstViolation[p]; ok {
-			row.After, row.Run, row.Files = f.After.D().String(), f.Run, has.runOf(runDirOf(f.Plan))
+			row.After, row.Run, row.Files = f.After.D().String(), f.Run, has.RunOf(runDirOf(f.Plan))
 		}
 		v.Properties = append(v.Properties, row)
 	}
@@ -168,12 +167,12 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 		_, isSearched := searched[c]
 		row := classRow{Class: c, Searched: isSearched}
 		if f, ok := s.FirstDetection[c]; ok {
-			row.Found, row.After, row.Runs, row.Run, row.Files = true, f.After.D().String(), f.Runs, f.Run, has.runOf(runDirOf(f.Plan))
+			row.Found, row.After, row.Runs, row.Run, row.Files = true, f.After.D().String(), f.Runs, f.Run, has.RunOf(runDirOf(f.Plan))
 		}
 		v.Classes = append(v.Classes, row)
 	}
 	var unconfirmed []string
-	for _, c := range sortedKeys(s.Unconfirmed) {
+	for _, c := range slices.Sorted(maps.Keys(s.Unconfirmed)) {
 		if n := s.Unconfirmed[c]; n > 0 {
 			unconfirmed = append(unconfirmed, fmt.Sprintf("%s %d", c, n))
 		}
@@ -182,9 +181,9 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 	for _, f := range s.Failures {
 		row := failureRow{
 			Run: f.Run, Kind: "finding", What: fmt.Sprintf("%s %s fencing %s, faults %s", f.Impl, f.Topology, f.Fencing, f.Faults),
-			Illegal: illegalText(f, ", "), Safe: lin.JoinProperties(f.Safe, ", "), Rules: strings.Join(f.Rules, "; "),
-			Classes: strings.Join(f.Classes, ", "), Note: f.Note, Explanation: truncate(f.Explanation, 600),
-			Files: has.runOf(f.Dir), ShrunkRun: has.runOf(f.Report), SavedPlan: has.link(f.Saved),
+			Illegal: wording.Illegal(f, ", "), Safe: lin.JoinProperties(f.Safe, ", "), Rules: strings.Join(f.Rules, "; "),
+			Classes: strings.Join(f.Classes, ", "), Note: f.Note, Explanation: wording.Truncate(f.Explanation, 600),
+			Files: has.RunOf(f.Dir), ShrunkRun: has.RunOf(f.Report), SavedPlan: has.Link(f.Saved),
 		}
 		if len(f.Safe) > 0 {
 			row.Kind = "safe"
@@ -209,18 +208,18 @@ func campaignIndexOf(s *campaign.Summary, has files) campaignIndexView {
 		v.Failures = append(v.Failures, row)
 	}
 	for _, e := range s.RunErrors {
-		v.Errors = append(v.Errors, runErrorRow{Run: e.Run, Error: truncate(e.Error, 600), Files: has.runOf(e.Dir)})
+		v.Errors = append(v.Errors, runErrorRow{Run: e.Run, Error: wording.Truncate(e.Error, 600), Files: has.RunOf(e.Dir)})
 	}
 	for _, e := range s.PerturbedRuns {
-		v.Perturbed = append(v.Perturbed, runErrorRow{Run: e.Run, Error: truncate(e.Error, 600), Files: has.runOf(e.Dir)})
+		v.Perturbed = append(v.Perturbed, runErrorRow{Run: e.Run, Error: wording.Truncate(e.Error, 600), Files: has.RunOf(e.Dir)})
 	}
 	for _, u := range s.UnderLoad {
-		v.UnderLoad = append(v.UnderLoad, runErrorRow{Run: u.Run, Error: underLoadText(u), Files: has.runOf(u.Dir)})
+		v.UnderLoad = append(v.UnderLoad, runErrorRow{Run: u.Run, Error: wording.UnderLoad(u), Files: has.RunOf(u.Dir)})
 	}
-	for _, k := range sortedKeys(s.PlansPerImpl) {
+	for _, k := range slices.Sorted(maps.Keys(s.PlansPerImpl)) {
 		v.PlansImpl = append(v.PlansImpl, countRow{k, s.PlansPerImpl[k]})
 	}
-	for _, k := range sortedKeys(s.PlansPerFault) {
+	for _, k := range slices.Sorted(maps.Keys(s.PlansPerFault)) {
 		v.PlansFault = append(v.PlansFault, countRow{k, s.PlansPerFault[k]})
 	}
 	return v

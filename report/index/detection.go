@@ -1,4 +1,4 @@
-package report
+package index
 
 import (
 	"fmt"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/campaign/detection"
+	"github.com/locklab/locklab/report/page"
+	"github.com/locklab/locklab/report/wording"
 )
 
 // detectionSearch is one campaign of the benchmark (a class search or a fault-free
@@ -41,7 +43,7 @@ type detectionIndexView struct {
 
 type detectionRowView struct {
 	Class string
-	detectionCells
+	wording.DetectionCells
 	Unconfirmed int
 	AllFound    bool
 	Searches    []searchView
@@ -55,7 +57,7 @@ type searchView struct {
 	Found bool   // the class was found, confirmed
 	Known bool   // its summary was read
 	What  string // "found after 3.2s, 4 plans" or "not found in 60 plans"
-	Files runLinks
+	Files page.RunLinks
 }
 
 type falseAlarmView struct {
@@ -64,19 +66,19 @@ type falseAlarmView struct {
 	Searches []searchView
 }
 
-// DetectionIndex renders the benchmark's index.html for directory dir (its --out): the
+// Detection renders the benchmark's index.html for directory dir (its --out): the
 // detection and false-alarm tables, with links into each search's own index.html and to
 // the run of each first detection, where those files exist.
-func DetectionIndex(r detection.Result, command, dir string) ([]byte, error) {
-	return renderPage("detection", detectionIndexOf(r, command, detectionSearches(dir, r), filesIn(dir)))
+func Detection(r detection.Result, command, dir string) ([]byte, error) {
+	return pages.Render("detection", detectionIndexOf(r, command, detectionSearches(dir, r), page.FilesIn(dir)))
 }
 
-// WriteDetectionIndex writes the benchmark's index.html into dir.
-func WriteDetectionIndex(dir string, r detection.Result, command string) error {
+// WriteDetection writes the benchmark's index.html into dir.
+func WriteDetection(dir string, r detection.Result, command string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create detection directory: %w", err)
 	}
-	return writeIndex(dir, "detection", detectionIndexOf(r, command, detectionSearches(dir, r), filesIn(dir)))
+	return pages.WriteIndex(dir, "detection", detectionIndexOf(r, command, detectionSearches(dir, r), page.FilesIn(dir)))
 }
 
 // detectionSearches finds the searches of r under dir, by the directory each has: the
@@ -87,7 +89,7 @@ func detectionSearches(dir string, r detection.Result) map[string][]detectionSea
 	out := map[string][]detectionSearch{}
 	read := func(key, rel string, seed int64) {
 		s := detectionSearch{Seed: seed, Dir: rel}
-		if sum, err := campaign.ReadSummary(filepath.Join(dir, filepath.FromSlash(rel), summaryJSON)); err == nil {
+		if sum, err := campaign.ReadSummary(filepath.Join(dir, filepath.FromSlash(rel), campaign.SummaryFile)); err == nil {
 			s.Summary = sum
 		}
 		out[key] = append(out[key], s)
@@ -128,8 +130,8 @@ func detectionSearches(dir string, r detection.Result) map[string][]detectionSea
 
 // searchViewOf is a search as its row links it; class is the class it searched for ("" for a
 // fault-free campaign).
-func searchViewOf(s detectionSearch, class string, has files) searchView {
-	v := searchView{Seed: s.Seed, Dir: s.Dir, Index: has.link(path.Join(s.Dir, IndexFile)), Known: s.Summary != nil}
+func searchViewOf(s detectionSearch, class string, has page.Files) searchView {
+	v := searchView{Seed: s.Seed, Dir: s.Dir, Index: has.Link(path.Join(s.Dir, page.IndexFile)), Known: s.Summary != nil}
 	if s.Summary == nil {
 		v.What = "no summary"
 		return v
@@ -143,7 +145,7 @@ func searchViewOf(s detectionSearch, class string, has files) searchView {
 		v.Found = true
 		v.What = fmt.Sprintf("found after %s, %d plans", f.After.D().Round(time.Millisecond), f.Runs)
 		if d := runDirOf(f.Plan); d != "" {
-			v.Files = has.runOf(path.Join(s.Dir, d))
+			v.Files = has.RunOf(path.Join(s.Dir, d))
 		}
 		return v
 	}
@@ -151,7 +153,7 @@ func searchViewOf(s detectionSearch, class string, has files) searchView {
 	return v
 }
 
-func detectionIndexOf(r detection.Result, command string, searches map[string][]detectionSearch, has files) detectionIndexView {
+func detectionIndexOf(r detection.Result, command string, searches map[string][]detectionSearch, has page.Files) detectionIndexView {
 	v := detectionIndexView{Title: "locklab detection", Pass: true, Interrupted: r.Interrupted, Claimed: r.ClaimedPairs}
 	v.Intro = fmt.Sprintf("Produced by `%s` on %s (%s, %s in all).", command, r.Started.Format(time.RFC3339), r.GoVersion, r.Elapsed.D().Round(time.Second))
 	if r.Seeds > 0 {
@@ -162,7 +164,7 @@ func detectionIndexOf(r detection.Result, command string, searches map[string][]
 	}
 	missed, alarms := 0, 0
 	for _, row := range r.Rows {
-		rv := detectionRowView{Class: row.Class, detectionCells: detectionCellsOf(r, row), Unconfirmed: row.Unconfirmed, AllFound: row.Found >= row.Seeds}
+		rv := detectionRowView{Class: row.Class, DetectionCells: wording.DetectionCellsOf(r, row), Unconfirmed: row.Unconfirmed, AllFound: row.Found >= row.Seeds}
 		if !rv.AllFound {
 			missed++
 		}
