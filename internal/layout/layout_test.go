@@ -25,13 +25,10 @@ const maxLines = 2100
 // still owes the Sentinel orchestration (sentinel.go) a package of its own. campaign (2,342 lines: generators with the Redis Cluster, WAIT and extend draws,
 // the search with confirmation, shrinking and the failures waiting for one, summaries
 // with findings by what they show; re-running a plan went to rerun) owes its summaries a
-// package of their own. report (2,466 lines, with the assessment's
-// report card and the matrix's release differences) owes the index pages of output directories (index*.go) and the JUnit
-// writer that campaign and assess share packages of their own, over a shared page
-// package; cmd/locklab (2,469 lines, with assess, matrix merge and its recheck, list's
+// package of their own. cmd/locklab (2,469 lines, with assess, matrix merge and its recheck, list's
 // releases, replay --impl, bisect and campaign --compare-with; it owes a split of its commands; its progress displays went to internal/liveline, the command line
 // written again to internal/cmdline).
-var overLimit = map[string]int{"cluster": 2660, "campaign": 2345, "report": 2470, "cmd/locklab": 2470}
+var overLimit = map[string]int{"cluster": 2660, "campaign": 2345, "cmd/locklab": 2470}
 
 // pkg is what go list says of a package of the module.
 type pkg struct {
