@@ -6,15 +6,13 @@
 package bisect
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
 
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/releases"
 )
 
 // Run runs the plan on one release (NAME@VERSION) and says which properties it broke
@@ -133,7 +131,7 @@ func between(versions []string, good, bad string) ([]string, error) {
 	if good == bad {
 		return nil, fmt.Errorf("good and bad are the same release, %s", good)
 	}
-	slices.SortFunc(vs, Compare)
+	slices.SortFunc(vs, releases.CompareVersions)
 	vs = slices.Compact(vs)
 	i, j := slices.Index(vs, good), slices.Index(vs, bad)
 	if i < j {
@@ -149,61 +147,4 @@ func orNone(ps []lin.Property) string {
 		return "none"
 	}
 	return lin.JoinProperties(ps, ", ")
-}
-
-// Compare orders two versions as semantic versions ("v1.2.3", "1.2.3-beta.1"): by
-// major, minor and patch, a pre-release before its release, pre-releases by their dot
-// parts (numbers numerically, below words); build metadata is ignored.
-func Compare(a, b string) int {
-	pa, pb := parse(a), parse(b)
-	for k := range 3 {
-		if c := cmp.Compare(pa.nums[k], pb.nums[k]); c != 0 {
-			return c
-		}
-	}
-	switch {
-	case pa.pre == "" && pb.pre == "":
-		return strings.Compare(a, b)
-	case pa.pre == "":
-		return 1
-	case pb.pre == "":
-		return -1
-	}
-	x, y := strings.Split(pa.pre, "."), strings.Split(pb.pre, ".")
-	for k := 0; k < len(x) && k < len(y); k++ {
-		nx, ex := strconv.Atoi(x[k])
-		ny, ey := strconv.Atoi(y[k])
-		switch {
-		case ex == nil && ey == nil:
-			if c := cmp.Compare(nx, ny); c != 0 {
-				return c
-			}
-		case ex == nil:
-			return -1
-		case ey == nil:
-			return 1
-		default:
-			if c := strings.Compare(x[k], y[k]); c != 0 {
-				return c
-			}
-		}
-	}
-	return cmp.Compare(len(x), len(y))
-}
-
-type version struct {
-	nums [3]int
-	pre  string
-}
-
-func parse(v string) version {
-	v = strings.TrimPrefix(v, "v")
-	v, _, _ = strings.Cut(v, "+")
-	v, pre, _ := strings.Cut(v, "-")
-	var out version
-	for k, f := range strings.SplitN(v, ".", 3) {
-		out.nums[k], _ = strconv.Atoi(f)
-	}
-	out.pre = pre
-	return out
 }

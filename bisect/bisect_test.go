@@ -8,20 +8,8 @@ import (
 	"testing"
 
 	lin "github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/releases"
 )
-
-func TestCompare(t *testing.T) {
-	sorted := []string{"v1.0.0-alpha", "v1.0.0-alpha.1", "v1.0.0-alpha.beta", "v1.0.0-beta.2", "v1.0.0-beta.11", "v1.0.0-rc.1", "v1.0.0", "v1.0.1", "v1.2.0", "v1.10.0", "v2.0.0"}
-	got := slices.Clone(sorted)
-	slices.Reverse(got)
-	slices.SortFunc(got, Compare)
-	if !slices.Equal(got, sorted) {
-		t.Errorf("sorted %v, want %v", got, sorted)
-	}
-	if Compare("4.0.0", "3.1.2") <= 0 || Compare("v4.12.0", "v4.12.1") >= 0 {
-		t.Error("npm and Go versions compare numerically")
-	}
-}
 
 // TestBisect: the search names the first release like the bad end, regression or fix,
 // trying few releases; a plan that does not tell the ends apart is an error.
@@ -29,7 +17,7 @@ func TestBisect(t *testing.T) {
 	versions := []string{"1.0.0", "1.1.0", "1.2.0", "2.0.0", "2.1.0", "2.2.0", "3.0.0", "3.1.0"}
 	// P6 breaks from 2.1.0 on; P1 always.
 	run := func(_ context.Context, v string) (map[lin.Property]bool, error) {
-		return map[lin.Property]bool{lin.P1: true, lin.P6: Compare(v, "2.1.0") >= 0}, nil
+		return map[lin.Property]bool{lin.P1: true, lin.P6: releases.CompareVersions(v, "2.1.0") >= 0}, nil
 	}
 	for _, c := range []struct{ good, bad, lastGood, firstBad string }{
 		{"1.0.0", "3.1.0", "2.0.0", "2.1.0"}, // a regression

@@ -1,10 +1,7 @@
 package releases
 
 import (
-	"cmp"
 	"fmt"
-	"strconv"
-	"strings"
 )
 
 // A Shim is how locklab-lockserve is built against a range of a Go library's releases
@@ -37,7 +34,7 @@ func Shims() []Shim {
 // an error naming the API difference when no variant of the adapter covers it.
 func GoTags(lib Library, version string) ([]string, error) {
 	for _, s := range Shims() {
-		if s.Impl != lib.Impl || (s.From != "" && compareVersions(version, s.From) < 0) || (s.To != "" && compareVersions(version, s.To) >= 0) {
+		if s.Impl != lib.Impl || (s.From != "" && CompareVersions(version, s.From) < 0) || (s.To != "" && CompareVersions(version, s.To) >= 0) {
 			continue
 		}
 		if s.Refuse != "" {
@@ -57,42 +54,4 @@ func (s Shim) span() string {
 		return s.From + " and later"
 	}
 	return s.From + " up to " + s.To
-}
-
-// compareVersions orders two exact versions (CheckVersion's, with or without a "v") as
-// semantic versions: by their numbers, a pre-release before its release.
-func compareVersions(a, b string) int {
-	pa, pb := versionParts(a), versionParts(b)
-	for i := range 3 {
-		if c := cmp.Compare(pa.nums[i], pb.nums[i]); c != 0 {
-			return c
-		}
-	}
-	switch {
-	case pa.pre == pb.pre:
-		return 0
-	case pa.pre == "":
-		return 1
-	case pb.pre == "":
-		return -1
-	}
-	return strings.Compare(pa.pre, pb.pre)
-}
-
-type versionNums struct {
-	nums [3]int
-	pre  string
-}
-
-func versionParts(v string) versionNums {
-	var out versionNums
-	m := semver.FindStringSubmatch(strings.TrimPrefix(v, "v"))
-	if m == nil {
-		return out
-	}
-	for i := range 3 {
-		out.nums[i], _ = strconv.Atoi(m[i+1])
-	}
-	out.pre = m[4]
-	return out
 }
