@@ -486,6 +486,7 @@ func faultGens() map[string]faultGen {
 			f.At = plan.D(e.run * time.Duration(rapid.IntRange(0, 9).Draw(t, "at_20th")) / 20)
 			if !crash {
 				f.Duration = plan.D(e.ttlQuarters(t, 1, 12))
+				e.until(t, &f)
 				if e.impl.Process {
 					// A client process can also stop whole, renewals included.
 					f.Mode = rapid.SampledFrom([]string{"", faults.PauseProcess}).Draw(t, "pause_mode")
@@ -678,6 +679,28 @@ func (e faultEnv) start(t *rapid.T, f *plan.FaultSpec) {
 	}
 	f.Trigger += rapid.SampledFrom(e.points).Draw(t, "trigger_point")
 	f.At = plan.D(e.ttl * time.Duration(rapid.IntRange(0, 4).Draw(t, "trigger_delay_quarters")) / 4)
+}
+
+// until sometimes makes a pause last until another client (or any client, when the
+// pause strikes any) reaches a point, its grant, its write or its release among them,
+// two to six TTLs at most: the orders a timed pause reaches only by luck, a holder's
+// late extend or release after another client took the lock, or took it and gave it back.
+func (e faultEnv) until(t *rapid.T, f *plan.FaultSpec) {
+	if e.clients < 2 || rapid.IntRange(0, 2).Draw(t, "until") != 2 {
+		return
+	}
+	who := "any"
+	if c, ok := strings.CutPrefix(f.Target, "client:"); ok {
+		n, _ := strconv.Atoi(c)
+		other := rapid.IntRange(0, e.clients-2).Draw(t, "until_client")
+		if other >= n {
+			other++ // anyone but the paused client
+		}
+		who = "client:" + strconv.Itoa(other)
+	}
+	points := append(slices.Clone(e.points), workload.AfterRelease)
+	f.Until = who + "@" + rapid.SampledFrom(points).Draw(t, "until_point")
+	f.Duration = plan.D(e.ttlQuarters(t, 8, 24))
 }
 
 // ttlQuarters is lo to hi quarters of the TTL.

@@ -249,10 +249,48 @@ func TestSpaceTTLFixesTheTTL(t *testing.T) {
 			t.Fatalf("draw %d: ttl %s, work %s; want ttl %s, work at most 3×", i, p.TTL.D(), p.Work.D(), ttl)
 		}
 		for _, f := range p.Faults {
-			if f.Kind == "client-pause" && f.Duration.D() > 3*ttl {
-				t.Fatalf("draw %d: a client pause of %s, over 3×ttl", i, f.Duration.D())
+			most := 3 * ttl
+			if f.Until != "" {
+				most = 6 * ttl // a pause that lasts until another client reaches a point
+			}
+			if f.Kind == "client-pause" && f.Duration.D() > most {
+				t.Fatalf("draw %d: a client pause of %s (until %q), over %s", i, f.Duration.D(), f.Until, most)
 			}
 		}
+	}
+}
+
+// TestPausesLastUntilAnotherClient: some pauses end when another client reaches a point
+// (any client for a pause that strikes any), its release among the points, so that a
+// campaign draws the orders a timed pause reaches only by luck.
+func TestPausesLastUntilAnotherClient(t *testing.T) {
+	reg := locks.All()
+	gen, err := PlanGen(reg, Space{Impls: []string{"setnx"}, Faults: []string{"client-pause"}, MinFaults: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	untils, releases := 0, 0
+	for i := range 300 {
+		p := gen.Example(i + 1)
+		if err := p.Validate(reg); err != nil {
+			t.Fatalf("draw %d: %v", i, err)
+		}
+		for _, f := range p.Faults {
+			if f.Until == "" {
+				continue
+			}
+			untils++
+			who, point, _ := strings.Cut(f.Until, "@")
+			if f.Target == "any" && who != "any" || f.Target != "any" && (who == f.Target || !strings.HasPrefix(who, "client:")) {
+				t.Errorf("draw %d: a pause of %s until %s", i, f.Target, f.Until)
+			}
+			if point == workload.AfterRelease {
+				releases++
+			}
+		}
+	}
+	if untils < 30 || releases == 0 {
+		t.Errorf("%d pauses until another client in 300 plans, %d of them until a release", untils, releases)
 	}
 }
 

@@ -394,6 +394,9 @@ func (s *searcher) runPlan(ctx, runCtx context.Context, i int) {
 		if len(rec.Safe) > 0 {
 			key += " " + groupName(p)
 		}
+		if s.o.Class != nil && len(rec.Safe) == 0 {
+			key = "class " + s.o.Class.ID // one detection is what it came for, whatever it shows
+		}
 		if s.o.Class != nil && len(detected) == 0 {
 			f.Note, shrink = "not the searched class: not confirmed", false
 		} else if s.o.SafeOnly && len(rec.Safe) == 0 && len(detected) == 0 {
