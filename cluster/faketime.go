@@ -31,6 +31,9 @@ type ClockNode interface {
 	// ClockOffset is how far the server's wall clock is ahead of the real one now, as set
 	// (a negative value: behind). 0 for a server that does not run under libfaketime.
 	ClockOffset() time.Duration
+	// CalibrateClock corrects a clock running at a rate other than 1 by a reading: lag is
+	// how far the server read behind the clock as set (faketime.Clock.Calibrate).
+	CalibrateClock(lag time.Duration) error
 }
 
 var _ ClockNode = (*ProcessNode)(nil)
@@ -46,14 +49,29 @@ func (n *ProcessNode) SetClock(offset time.Duration, rate float64) error {
 // ClockOffset implements ClockNode.
 func (n *ProcessNode) ClockOffset() time.Duration { return ClockOffset(n.clock) }
 
+// CalibrateClock implements ClockNode.
+func (n *ProcessNode) CalibrateClock(lag time.Duration) error {
+	return CalibrateClock(n.clock, n.name, n.addr, lag)
+}
+
 // SetClock is ClockNode.SetClock for any backend's node: clock is the node's libfaketime
 // clock (nil: the server does not run under libfaketime), name and addr say which it is.
 func SetClock(clock *faketime.Clock, name, addr string, offset time.Duration, rate float64) error {
+	return onClock(clock, "set", name, addr, func(c *faketime.Clock) error { return c.Set(time.Now(), offset, rate) })
+}
+
+// CalibrateClock is ClockNode.CalibrateClock for any backend's node, as SetClock.
+func CalibrateClock(clock *faketime.Clock, name, addr string, lag time.Duration) error {
+	return onClock(clock, "calibrate", name, addr, func(c *faketime.Clock) error { return c.Calibrate(lag) })
+}
+
+// onClock does what to clock, an error naming the node when it has none or what fails.
+func onClock(clock *faketime.Clock, what, name, addr string, do func(*faketime.Clock) error) error {
 	if clock == nil {
-		return fmt.Errorf("set clock of redis %s on %s: it does not run under libfaketime (cluster option ServerClock %q)", name, addr, ClockFaketime)
+		return fmt.Errorf("%s clock of redis %s on %s: it does not run under libfaketime (cluster option ServerClock %q)", what, name, addr, ClockFaketime)
 	}
-	if err := clock.Set(time.Now(), offset, rate); err != nil {
-		return fmt.Errorf("set clock of redis %s on %s: %w", name, addr, err)
+	if err := do(clock); err != nil {
+		return fmt.Errorf("%s clock of redis %s on %s: %w", what, name, addr, err)
 	}
 	return nil
 }

@@ -421,8 +421,9 @@ type stampedNode struct {
 	at  int64
 }
 
-func (n *stampedNode) FakeClock() bool            { return true }
-func (n *stampedNode) ClockOffset() time.Duration { return 0 }
+func (n *stampedNode) FakeClock() bool                    { return true }
+func (n *stampedNode) ClockOffset() time.Duration         { return 0 }
+func (n *stampedNode) CalibrateClock(time.Duration) error { return nil }
 func (n *stampedNode) SetClock(time.Duration, float64) error {
 	n.at = n.rec.Now()
 	return nil

@@ -482,3 +482,8 @@ func (n *Node) SetClock(offset time.Duration, rate float64) error {
 
 // ClockOffset implements cluster.ClockNode.
 func (n *Node) ClockOffset() time.Duration { return cluster.ClockOffset(n.clock) }
+
+// CalibrateClock implements cluster.ClockNode.
+func (n *Node) CalibrateClock(lag time.Duration) error {
+	return cluster.CalibrateClock(n.clock, n.name, n.addr, lag)
+}

@@ -46,6 +46,22 @@ func (c *Clock) Set(now time.Time, offset time.Duration, rate float64) error {
 	return c.writeLocked()
 }
 
+// Calibrate corrects S by a reading of the server's clock at a rate other than 1: lag is
+// how far the server read behind the clock as set (negative: ahead). Started records S
+// just before the process starts, but libfaketime takes its own S when it initialises
+// inside the process, a start-up later (a hundred milliseconds on a loaded machine);
+// at rate R the server then reads (S − S')·(R − 1) off, for as long as the process runs.
+// The lag tells S' = S + lag/(R − 1), and the file is written for it.
+func (c *Clock) Calibrate(lag time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rate == 1 {
+		return nil // S does not matter at rate 1: nothing to learn, nothing to correct
+	}
+	c.start = c.start.Add(time.Duration(float64(lag) / (c.rate - 1)))
+	return c.writeLocked()
+}
+
 // Started records that a process is about to start at now, and writes its file.
 func (c *Clock) Started(now time.Time) error {
 	c.mu.Lock()

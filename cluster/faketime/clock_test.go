@@ -84,3 +84,34 @@ func TestFaketimeLineFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrateFindsLibfaketimesStart: libfaketime started later than Started recorded
+// (a slow start-up); at a rate other than 1 the server reads off by (S − S')·(R − 1), and
+// Calibrate, given that lag, writes the file for the real start, so that the server reads
+// the clock as set again.
+func TestCalibrateFindsLibfaketimesStart(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, rate := range []float64{3, 2, 0.5} {
+		late := 150 * time.Millisecond // libfaketime's own start, after Started's
+		clk := &Clock{path: t.TempDir() + "/clock", start: t0, base: t0.Add(time.Second), offset: 0, rate: rate}
+		real := t0.Add(late)
+		at := t0.Add(2 * time.Second)
+		lag := at.Add(clk.OffsetAt(at)).Sub(fakeAt(t, clk.line(), real, at))
+		if want := time.Duration(float64(late) * (rate - 1)); (lag - want).Abs() > time.Microsecond {
+			t.Fatalf("rate %g: the server reads %s behind, want %s", rate, lag, want)
+		}
+		if err := clk.Calibrate(lag); err != nil {
+			t.Fatal(err)
+		}
+		for _, after := range []time.Duration{0, time.Minute} {
+			got := fakeAt(t, clk.line(), real, at.Add(after))
+			if d := got.Sub(at.Add(after).Add(clk.OffsetAt(at.Add(after)))); d.Abs() > time.Microsecond {
+				t.Errorf("rate %g: after calibrating, off by %s", rate, d)
+			}
+		}
+	}
+	clk := &Clock{path: t.TempDir() + "/clock", start: t0, base: t0, rate: 1}
+	if err := clk.Calibrate(time.Second); err != nil || !clk.start.Equal(t0) {
+		t.Errorf("rate 1: Calibrate moved S to %s (%v); at rate 1 it cannot be learnt", clk.start, err)
+	}
+}
