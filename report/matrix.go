@@ -281,7 +281,11 @@ func MatrixMarkdown(m matrix.Result, links bool) string {
 		}
 	}
 	if diffs := m.ReleaseDiffs(); len(diffs) > 0 {
-		fmt.Fprintf(&b, "\n**Where the releases differ** (%s; each links its first violating run, whose timeline is beside it):\n\n", strings.TrimSuffix(fmt.Sprintf("%d cells", len(diffs)), map[bool]string{true: "s"}[len(diffs) == 1]))
+		cells := fmt.Sprintf("%d cells", len(diffs))
+		if len(diffs) == 1 {
+			cells = "1 cell"
+		}
+		fmt.Fprintf(&b, "\n**Where the releases differ** (%s; each links its first violating run, whose timeline is beside it):\n\n", cells)
 		for _, d := range diffs {
 			var sides []string
 			for _, c := range d.Cells {
