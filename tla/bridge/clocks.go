@@ -34,44 +34,24 @@ func hasJump(tr *Trace) bool {
 // then (client-pause until the successor's grant), so the two beliefs overlap by
 // construction.
 func translateJump(cx *Counterexample) (*Translation, error) {
-	tr, cfg := cx.Trace, cx.Config
-	prop, clients, unmappable, err := begin(cx)
-	if err != nil {
-		return nil, err
-	}
-	lc, err := readLeaseConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	now, holder, successor, jump, jumpAt := 0, -1, -1, 0, 0
-	acquiredAt := map[int]int{} // client → model time of its acquire, while it holds
-	for _, st := range tr.States {
-		ev := st.Event
-		c := slices.Index(clients, ev.Arg(0))
+	holder, successor, jump, jumpAt := -1, -1, 0, 0
+	w, err := walkLease(cx, func(w *leaseWalk, st State, c int) (err error) {
+		ev, clients, acquiredAt, lc, now := st.Event, w.clients, w.acquiredAt, w.lc, w.now
 		switch ev.Name {
-		case "tick":
-			if now, err = strconv.Atoi(ev.Arg(0)); err != nil {
-				return nil, unmappable(ev, "the time %q is not a number", ev.Arg(0))
-			}
 		case "acquire":
-			if c < 0 {
-				return nil, unmappable(ev, "%q is not one of the clients %v", ev.Arg(0), clients)
-			}
 			if holder >= 0 && successor < 0 && c != holder {
 				successor = c
 			}
-			acquiredAt[c] = now
 		case "release":
 			if c == holder && successor < 0 {
-				return nil, unmappable(ev, "%s releases before any other client acquires: their critical sections never overlap", clients[c])
+				return w.unmappable(ev, "%s releases before any other client acquires: their critical sections never overlap", clients[c])
 			}
-			delete(acquiredAt, c)
 		case "server-clock-jump":
 			if holder >= 0 {
-				return nil, unmappable(ev, "a second jump; the bridge maps one")
+				return w.unmappable(ev, "a second jump; the bridge maps one")
 			}
 			if jump, err = strconv.Atoi(ev.Arg(0)); err != nil || jump <= 0 {
-				return nil, unmappable(ev, "the jump %q is not a positive number of ticks", ev.Arg(0))
+				return w.unmappable(ev, "the jump %q is not a positive number of ticks", ev.Arg(0))
 			}
 			for k, at := range acquiredAt { // the holder: its lease expires by the server's clock
 				if at+lc.ttl <= now+jump && (holder < 0 || k < holder) {
@@ -79,13 +59,18 @@ func translateJump(cx *Counterexample) (*Translation, error) {
 				}
 			}
 			if holder < 0 {
-				return nil, unmappable(ev, "the jump expires no lease a client holds")
+				return w.unmappable(ev, "the jump expires no lease a client holds")
 			}
 			jumpAt = now - acquiredAt[holder]
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	prop, lc, clients := w.prop, w.lc, w.clients
 	if successor < 0 {
-		return nil, fmt.Errorf("%s: no other client acquires after the server's clock jumps: no second holder to replay", tr.File)
+		return nil, fmt.Errorf("%s: no other client acquires after the server's clock jumps: no second holder to replay", cx.Trace.File)
 	}
 
 	at, lease := time.Duration(jumpAt)*jumpTick, time.Duration(lc.ttl)*jumpTick
@@ -113,33 +98,15 @@ var clkEntry = regexp.MustCompile(`(\w+) :> (-?\d+)`)
 // the successor was granted (client-pause until); its validity check then still passes
 // by its own clock, after its lease has run out by the server's.
 func translateDrift(cx *Counterexample) (*Translation, error) {
-	tr, cfg := cx.Trace, cx.Config
-	prop, clients, unmappable, err := begin(cx)
-	if err != nil {
-		return nil, err
-	}
-	lc, err := readLeaseConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	now, holder, successor, lag, held := 0, -1, -1, 0, 0
-	acquiredAt := map[int]int{} // client → model time of its acquire, while it holds
-	for _, st := range tr.States {
-		ev := st.Event
-		c := slices.Index(clients, ev.Arg(0))
+	holder, successor, lag, held := -1, -1, 0, 0
+	w, err := walkLease(cx, func(w *leaseWalk, st State, c int) error {
+		ev, clients, acquiredAt, lc, now := st.Event, w.clients, w.acquiredAt, w.lc, w.now
 		switch ev.Name {
-		case "tick":
-			if now, err = strconv.Atoi(ev.Arg(0)); err != nil {
-				return nil, unmappable(ev, "the time %q is not a number", ev.Arg(0))
-			}
-		case "release", "check-expired":
+		case "check-expired":
 			delete(acquiredAt, c)
 		case "pause", "server-clock-jump":
-			return nil, unmappable(ev, "a drift story with a %s; the bridge maps the drift alone", ev.Name)
+			return w.unmappable(ev, "a drift story with a %s; the bridge maps the drift alone", ev.Name)
 		case "acquire":
-			if c < 0 {
-				return nil, unmappable(ev, "%q is not one of the clients %v", ev.Arg(0), clients)
-			}
 			for k, at := range acquiredAt {
 				if k != c && at+lc.ttl <= now && holder < 0 {
 					holder, successor, held = k, c, now-at
@@ -152,15 +119,19 @@ func translateDrift(cx *Counterexample) (*Translation, error) {
 				}
 				v, ok := clk[clients[holder]]
 				if !ok || now-v <= 0 {
-					return nil, unmappable(ev, "%s's lease has run out and its clock (clk %q) does not lag: only a slow clock keeps a careful client in", clients[holder], st.Vars["clk"])
+					return w.unmappable(ev, "%s's lease has run out and its clock (clk %q) does not lag: only a slow clock keeps a careful client in", clients[holder], st.Vars["clk"])
 				}
 				lag = now - v
 			}
-			acquiredAt[c] = now
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	prop, lc, clients := w.prop, w.lc, w.clients
 	if holder < 0 {
-		return nil, fmt.Errorf("%s: no client acquires while another's lease has run out: no drift to replay", tr.File)
+		return nil, fmt.Errorf("%s: no client acquires while another's lease has run out: no drift to replay", cx.Trace.File)
 	}
 
 	lease, back := time.Duration(lc.ttl)*jumpTick, time.Duration(lag)*jumpTick
@@ -174,6 +145,58 @@ func translateDrift(cx *Counterexample) (*Translation, error) {
 	story := fmt.Sprintf("%s is granted a %s lease and its clock falls %s behind; it waits after its grant until %s is granted once the lease ran out by the server's clock, "+
 		"and its validity check still passes by its own.", clients[holder], lease, back, clients[successor])
 	return clockTranslation(cx, prop, lc, clients, holder, successor, duration, "", faults, story)
+}
+
+// leaseWalk is a LeaseLock trace being walked (walkLease): the model's time and which
+// clients hold a lease since when, as the trace's events leave them.
+type leaseWalk struct {
+	prop       linearizability.Property
+	clients    []string
+	unmappable func(Event, string, ...any) error
+	lc         leaseConfig
+	now        int         // the model's time, from the last tick
+	acquiredAt map[int]int // client → model time of its acquire, while it holds
+}
+
+// walkLease walks a LeaseLock counterexample's events for a translation: it reads the
+// invariant, the clients and the config, keeps the time and the leases, and calls step
+// on every event with the index of the client it names (-1 for none), before an acquire
+// is noted and before a release is forgotten.
+func walkLease(cx *Counterexample, step func(w *leaseWalk, st State, c int) error) (*leaseWalk, error) {
+	prop, clients, unmappable, err := begin(cx)
+	if err != nil {
+		return nil, err
+	}
+	lc, err := readLeaseConfig(cx.Config)
+	if err != nil {
+		return nil, err
+	}
+	w := &leaseWalk{prop: prop, clients: clients, unmappable: unmappable, lc: lc, acquiredAt: map[int]int{}}
+	for _, st := range cx.Trace.States {
+		ev := st.Event
+		c := slices.Index(clients, ev.Arg(0))
+		switch ev.Name {
+		case "tick":
+			if w.now, err = strconv.Atoi(ev.Arg(0)); err != nil {
+				return nil, unmappable(ev, "the time %q is not a number", ev.Arg(0))
+			}
+			continue
+		case "acquire":
+			if c < 0 {
+				return nil, unmappable(ev, "%q is not one of the clients %v", ev.Arg(0), clients)
+			}
+		}
+		if err := step(w, st, c); err != nil {
+			return nil, err
+		}
+		switch ev.Name {
+		case "acquire":
+			w.acquiredAt[c] = w.now
+		case "release":
+			delete(w.acquiredAt, c)
+		}
+	}
+	return w, nil
 }
 
 // leaseConfig is what a LeaseLock translation reads of its config: the TTL in ticks,
