@@ -167,6 +167,24 @@ func (l seqLocker) Release(ctx context.Context, lease lockimpl.Lease) error {
 	return err
 }
 
+// runSequences runs two clients for 200 ms with runHooked and returns, per client, the
+// points it reached and the lock calls it made ("acquire", "released"), in order.
+func runSequences(t *testing.T) (map[int][]string, histories.History) {
+	t.Helper()
+	var mu sync.Mutex
+	seq := map[int][]string{}
+	note := func(client int, what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seq[client] = append(seq[client], what)
+	}
+	h := runHooked(t, 200*time.Millisecond, func(_ context.Context, client int, point string) error {
+		note(client, point)
+		return nil
+	}, note)
+	return seq, h
+}
+
 // runHooked runs two clients for d against real servers with hook at their points.
 func runHooked(t *testing.T, d time.Duration, hook Hook, note func(client int, what string)) histories.History {
 	t.Helper()
@@ -198,17 +216,7 @@ func runHooked(t *testing.T, d time.Duration, hook Hook, note func(client int, w
 // holds clients while the leases drain.
 func TestClientsReachBeforeAcquireRightBeforeEachAcquire(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	seq := map[int][]string{}
-	note := func(client int, what string) {
-		mu.Lock()
-		defer mu.Unlock()
-		seq[client] = append(seq[client], what)
-	}
-	runHooked(t, 200*time.Millisecond, func(_ context.Context, client int, point string) error {
-		note(client, point)
-		return nil
-	}, note)
+	seq, _ := runSequences(t)
 	for client, s := range seq {
 		acquires := 0
 		for i, what := range s {
@@ -230,17 +238,7 @@ func TestClientsReachBeforeAcquireRightBeforeEachAcquire(t *testing.T) {
 // does: a pause until another client's after-release ends once that release has landed.
 func TestClientsReachAfterReleaseOnceTheReleaseIsAnswered(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	seq := map[int][]string{}
-	note := func(client int, what string) {
-		mu.Lock()
-		defer mu.Unlock()
-		seq[client] = append(seq[client], what)
-	}
-	h := runHooked(t, 200*time.Millisecond, func(_ context.Context, client int, point string) error {
-		note(client, point)
-		return nil
-	}, note)
+	seq, h := runSequences(t)
 	total := 0
 	for client, s := range seq {
 		releases, after := 0, 0
