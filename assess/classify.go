@@ -190,7 +190,7 @@ func (a *assessment) classifyCells(l *LockReport, res matrix.Result, scenarios [
 					if rv > 0 {
 						return did, false, true
 					}
-					own := &refOutcome{held: map[lin.Property]int{prop: held}, violated: map[lin.Property]int{prop: violated}}
+					own := &refOutcome{rerun.Tally{Held: map[lin.Property]int{prop: held}, Violated: map[lin.Property]int{prop: violated}}}
 					return own.against(did, l.Name, prop)
 				}
 			}
@@ -381,7 +381,7 @@ func (a *assessment) otherReleases(ctx context.Context, l *LockReport, p plan.Pl
 			t = a.replayRuns(ctx, o.Name, p, filepath.Join(a.o.Out, ReleasesDir, l.Name, strconv.Itoa(run), o.Name))
 			others[key] = t
 		}
-		c := rerun.Compare(o.Name, []lin.Property{prop}, t.tally)
+		c := rerun.Compare(o.Name, []lin.Property{prop}, t.Tally)
 		if r, err := filepath.Rel(a.o.Out, c.Dir); err == nil && c.Dir != "" {
 			c.Dir = filepath.ToSlash(r) // relative to the report, as a finding's paths are
 		}
@@ -391,22 +391,18 @@ func (a *assessment) otherReleases(ctx context.Context, l *LockReport, p plan.Pl
 }
 
 // refOutcome is what a reference lock did on a campaign's plan, per property.
-type refOutcome struct {
-	held, violated map[lin.Property]int
-	perturbed      int
-	why            string      // set when the reference could not be run or compared
-	tally          rerun.Tally // the runs, as rerun.Compare labels them
-}
+// Why is set when it could not be run or compared.
+type refOutcome struct{ rerun.Tally }
 
 // did says what the reference did with prop: in words, whether it held prop in every
 // decided run, and whether any run decided it.
 func (o *refOutcome) did(prop lin.Property) (string, bool, bool) {
-	if o.why != "" {
-		return o.why, false, false
+	if o.Why != "" {
+		return o.Why, false, false
 	}
-	h, v := o.held[prop], o.violated[prop]
+	h, v := o.Held[prop], o.Violated[prop]
 	if h+v == 0 {
-		return fmt.Sprintf("its runs decided nothing (%d perturbed)", o.perturbed), false, false
+		return fmt.Sprintf("its runs decided nothing (%d perturbed)", o.Perturbed), false, false
 	}
 	did := fmt.Sprintf("%s in %d of %d runs", verb(v), max(v, h), h+v)
 	if v == 0 && h < 2 {
@@ -420,10 +416,10 @@ func (o *refOutcome) did(prop lin.Property) (string, bool, bool) {
 // (held the property) make the difference the lock's: the lock must violate prop again
 // in at least half of its runs, else its violation may be the timing's.
 func (o *refOutcome) against(did, lock string, prop lin.Property) (string, bool, bool) {
-	if o.why != "" {
-		return fmt.Sprintf("%s, but %s's own runs of the plan could not be compared: %s", did, lock, o.why), false, false
+	if o.Why != "" {
+		return fmt.Sprintf("%s, but %s's own runs of the plan could not be compared: %s", did, lock, o.Why), false, false
 	}
-	h, v := o.held[prop], o.violated[prop]
+	h, v := o.Held[prop], o.Violated[prop]
 	if h+v == 0 || 2*v < h+v {
 		return fmt.Sprintf("%s, but %s itself violated it again in only %d of %d runs of the plan: the difference may be the timing's", did, lock, v, h+v), false, false
 	}
@@ -444,7 +440,7 @@ const referenceGrace = 15 * time.Second
 // plan's lock options only when impl is the plan's own lock), Repeat times and at least
 // minReplays times, while the budget lasts.
 func (a *assessment) replayRuns(ctx context.Context, impl string, p plan.Plan, dir string) *refOutcome {
-	o := &refOutcome{held: map[lin.Property]int{}, violated: map[lin.Property]int{}}
+	o := &refOutcome{rerun.Tally{Held: map[lin.Property]int{}, Violated: map[lin.Property]int{}}}
 	rp := p
 	switch {
 	case rerun.SameLibrary(p.Impl, impl):
@@ -455,7 +451,7 @@ func (a *assessment) replayRuns(ctx context.Context, impl string, p plan.Plan, d
 	}
 	rp.Name = ""
 	if err := rp.Validate(a.o.Registry); err != nil {
-		o.why = fmt.Sprintf("it cannot play this plan: %v", err)
+		o.Why = fmt.Sprintf("it cannot play this plan: %v", err)
 		return o
 	}
 	// A run takes its plan's duration, the faults' tail and the start of its servers.
@@ -469,14 +465,13 @@ func (a *assessment) replayRuns(ctx context.Context, impl string, p plan.Plan, d
 		a.progress(Progress{Stage: "references", Done: k, Note: fmt.Sprintf("%s on the plan of %s", impl, p.Impl)})
 		return true
 	})
-	o.held, o.violated, o.perturbed, o.why, o.tally = t.Held, t.Violated, t.Perturbed, t.Why, t
+	o.Tally = t
 	switch {
 	case outOfBudget:
-		o.why = fmt.Sprintf("not compared: the budget (%s) ran out before these runs; a longer --budget compares every finding", a.o.Budget)
-	case strings.HasPrefix(o.why, "interrupted"):
-		o.why = "the assessment was interrupted before these runs"
+		o.Why = fmt.Sprintf("not compared: the budget (%s) ran out before these runs; a longer --budget compares every finding", a.o.Budget)
+	case o.Why != "" && ctx.Err() != nil:
+		o.Why = "the assessment was interrupted before these runs"
 	}
-	o.tally.Why = o.why
 	return o
 }
 

@@ -8,6 +8,7 @@ import (
 	lin "github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/rerun"
 )
 
 // TestClassify: a claimed property is unexpected, one the reference held on the same plan
@@ -116,7 +117,7 @@ func TestAvoidableNeedsTheLockToRepeatIt(t *testing.T) {
 		held, violated int
 		avoidable      bool
 	}{{0, 2, true}, {1, 1, true}, {2, 1, false}, {0, 0, false}} {
-		o := &refOutcome{held: map[lin.Property]int{lin.P1: c.held}, violated: map[lin.Property]int{lin.P1: c.violated}}
+		o := &refOutcome{rerun.Tally{Held: map[lin.Property]int{lin.P1: c.held}, Violated: map[lin.Property]int{lin.P1: c.violated}}}
 		did, held, decided := o.against("held it in 2 of 2 runs", "mylock", lin.P1)
 		if held != c.avoidable || decided != c.avoidable {
 			t.Errorf("lock violated %d of %d: avoidable %v (%s), want %v", c.violated, c.held+c.violated, held, did, c.avoidable)
@@ -125,7 +126,7 @@ func TestAvoidableNeedsTheLockToRepeatIt(t *testing.T) {
 			t.Errorf("lock violated %d of %d: %q does not say why", c.violated, c.held+c.violated, did)
 		}
 	}
-	if did, _, decided := (&refOutcome{why: "no time"}).against("held it", "mylock", lin.P1); decided || !strings.Contains(did, "no time") {
+	if did, _, decided := (&refOutcome{rerun.Tally{Why: "no time"}}).against("held it", "mylock", lin.P1); decided || !strings.Contains(did, "no time") {
 		t.Errorf("runs not made: %q, decided %v", did, decided)
 	}
 }
