@@ -340,7 +340,7 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 
 	if sp.maxFaults > 0 && len(tc.kinds) > 0 {
 		env := faultEnv{impl: impl, topo: topo, clients: p.Clients, ttl: ttl, run: run, backend: sp.backend,
-			points: p.Points(impl), wait: sp.wait}
+			points: p.Points(impl), reachable: p.Reachable(impl), wait: sp.wait}
 		gens := faultGens()
 		one := rapid.Custom(func(t *rapid.T) plan.FaultSpec {
 			kind := rapid.SampledFrom(tc.kinds).Draw(t, "kind")
@@ -465,8 +465,11 @@ type faultEnv struct {
 	ttl     time.Duration
 	run     time.Duration
 	points  []string // the client's points and the implementation's steps
-	backend string
-	wait    bool // failovers cut one replica (Space.Wait)
+	// reachable are the points a pause may wait for another client at: points and the
+	// harness's after-release (plan.Plan.Reachable).
+	reachable []string
+	backend   string
+	wait      bool // failovers cut one replica (Space.Wait)
 }
 
 // faultGen draws one fault of a kind.
@@ -698,8 +701,7 @@ func (e faultEnv) until(t *rapid.T, f *plan.FaultSpec) {
 		}
 		who = "client:" + strconv.Itoa(other)
 	}
-	points := append(slices.Clone(e.points), workload.AfterRelease)
-	f.Until = who + "@" + rapid.SampledFrom(points).Draw(t, "until_point")
+	f.Until = who + "@" + rapid.SampledFrom(e.reachable).Draw(t, "until_point")
 	f.Duration = plan.D(e.ttlQuarters(t, 8, 24))
 }
 
