@@ -12,6 +12,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/faults/failover"
+	"github.com/locklab/locklab/faults/gates"
 	"github.com/locklab/locklab/faults/spec"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/workload"
@@ -168,11 +169,31 @@ func OnBackend(kind, backend string) error {
 	return nil
 }
 
-// Trigger is a parsed Spec.Trigger: the fault starts when Client (-1: any client)
-// reaches Point.
+// Trigger is a parsed Spec.Trigger (or Spec.Until): the fault starts (ends) when Client
+// (-1: any client) reaches Point for the Nth time (counted from when it is armed).
 type Trigger struct {
 	Client int
 	Point  string
+	Nth    int // 1: the first arrival
+}
+
+// gate is the gate that calls fire when the trigger's arrival comes.
+func (t Trigger) gate(fire func(context.Context)) gates.Gate {
+	return gates.Gate{Client: t.Client, Point: t.Point, Nth: t.Nth, Trigger: fire}
+}
+
+// String is how notes name it: "client 1's acquire:granted", "any client's
+// before-acquire (2nd arrival)".
+func (t Trigger) String() string {
+	who := "any client's"
+	if t.Client >= 0 {
+		who = fmt.Sprintf("client %d's", t.Client)
+	}
+	s := who + " " + t.Point
+	if t.Nth > 1 {
+		s += fmt.Sprintf(" (arrival %d)", t.Nth)
+	}
+	return s
 }
 
 // TriggerError is a Spec whose trigger is wrong, so that a plan can name the field.
@@ -201,18 +222,18 @@ func Prepare(s Spec, clients int) (*Planned, error) {
 	}
 	pl := &Planned{Spec: s, kind: k}
 	if s.Trigger != "" {
-		client, point, err := ParseTrigger(s.Trigger, clients)
+		tr, err := ParseTrigger(s.Trigger, clients)
 		if err != nil {
 			return nil, &TriggerError{fmt.Errorf("fault %s: %w", s.Kind, err)}
 		}
-		pl.Trigger = &Trigger{Client: client, Point: point}
+		pl.Trigger = &tr
 	}
 	if s.Until != "" {
-		client, point, err := ParseTrigger(s.Until, clients)
+		tr, err := ParseTrigger(s.Until, clients)
 		if err != nil {
 			return nil, fmt.Errorf("fault %s: until: %w", s.Kind, err)
 		}
-		pl.Until = &Trigger{Client: client, Point: point}
+		pl.Until = &tr
 	}
 	if pl.fault, err = k.build(s); err != nil {
 		return nil, err

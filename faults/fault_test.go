@@ -193,8 +193,17 @@ func TestPrepareParsesTheTriggerOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl.Trigger == nil || *pl.Trigger != (Trigger{Client: 1, Point: "acquire:granted"}) || pl.Point() != "acquire:granted" {
+	if pl.Trigger == nil || *pl.Trigger != (Trigger{Client: 1, Point: "acquire:granted", Nth: 1}) || pl.Point() != "acquire:granted" {
 		t.Errorf("trigger = %+v, point %q", pl.Trigger, pl.Point())
+	}
+	// #K: the K-th arrival; the point stays the point, for the checks of where clients go.
+	pl, err = Prepare(Spec{Kind: "net-reset", Target: "client:0->lock-0", Duration: time.Second, Trigger: "any@before-acquire#2", Until: "client:0@after-release#3"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *pl.Trigger != (Trigger{Client: -1, Point: "before-acquire", Nth: 2}) || pl.Point() != "before-acquire" ||
+		*pl.Until != (Trigger{Client: 0, Point: "after-release", Nth: 3}) || pl.Until.String() != "client 0's after-release (arrival 3)" {
+		t.Errorf("trigger = %+v, until %+v (%s)", pl.Trigger, pl.Until, pl.Until)
 	}
 	for _, c := range []struct {
 		spec    Spec
@@ -203,6 +212,8 @@ func TestPrepareParsesTheTriggerOnce(t *testing.T) {
 	}{
 		{Spec{Kind: "server-pause", Target: "lock-0", Duration: time.Second, Trigger: "client:2@acquire:granted"}, 2, "0 ≤ N < 2"},
 		{Spec{Kind: "server-pause", Target: "lock-0", Duration: time.Second, Trigger: "client:0"}, 2, "want client:N@point"},
+		{Spec{Kind: "server-pause", Target: "lock-0", Duration: time.Second, Trigger: "client:0@before-acquire#0"}, 2, "K ≥ 1"},
+		{Spec{Kind: "server-pause", Target: "lock-0", Duration: time.Second, Trigger: "client:0@#2"}, 2, "K ≥ 1"},
 		{Spec{Kind: "server-pause", Target: "lock-0", Point: "before-write"}, 2, "takes no point"},
 	} {
 		if _, err := Prepare(c.spec, c.clients); err == nil || !strings.Contains(err.Error(), c.want) {

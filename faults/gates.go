@@ -67,21 +67,17 @@ func (c *clientGate) Inject(_ context.Context, env *Env) error {
 	if c.spec.Until != "" {
 		// The pause ends when the other client gets there after the pause began: a gate
 		// of its own, armed as the stall begins, closes until.
-		uc, up, err := ParseTrigger(c.spec.Until, env.Clients)
+		ut, err := ParseTrigger(c.spec.Until, env.Clients)
 		if err != nil {
 			return fmt.Errorf("until: %w", err)
 		}
 		gs := env.Gates
 		until := func() <-chan struct{} {
 			ch, once := make(chan struct{}), sync.Once{}
-			gs.AddTrigger(uc, up, func(context.Context) { once.Do(func() { close(ch) }) })
+			gs.Arm(ut.gate(func(context.Context) { once.Do(func() { close(ch) }) }))
 			return ch
 		}
-		who := "any client's"
-		if uc >= 0 {
-			who = fmt.Sprintf("client %d's", uc)
-		}
-		g.Until, g.UntilNote = until, who+" "+up
+		g.Until, g.UntilNote = until, ut.String()
 	}
 	env.Gates.Arm(g)
 	return nil

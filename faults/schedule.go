@@ -64,7 +64,7 @@ func Start(ctx context.Context, env *Env, planned []*Planned) (*Schedule, error)
 			}
 			it := items[i]
 			it.fired = make(chan struct{})
-			env.Gates.AddTrigger(tr.Client, tr.Point, func(ctx context.Context) {
+			env.Gates.Arm(tr.gate(func(ctx context.Context) {
 				close(it.fired)
 				if it.spec.At == 0 {
 					// Hold the client at its point until the fault is in place.
@@ -75,7 +75,7 @@ func Start(ctx context.Context, env *Env, planned []*Planned) (*Schedule, error)
 					}
 					it.held.Add(time.Now().UnixNano())
 				}
-			})
+			}))
 		}
 	}
 	for i, pl := range planned {
@@ -142,7 +142,7 @@ func (sch *Schedule) armUntil(it *item) <-chan struct{} {
 		return nil
 	}
 	ch, once := make(chan struct{}), sync.Once{}
-	sch.env.Gates.AddTrigger(it.until.Client, it.until.Point, func(context.Context) { once.Do(func() { close(ch) }) })
+	sch.env.Gates.Arm(it.until.gate(func(context.Context) { once.Do(func() { close(ch) }) }))
 	return ch
 }
 
@@ -245,22 +245,34 @@ func (sch *Schedule) Stop() error {
 	return errors.Join(sch.errs...)
 }
 
-// ParseTrigger reads "client:N@point" or "any@point" (client -1). With clients ≥ 0 the
-// client number is checked against it.
-func ParseTrigger(s string, clients int) (client int, point string, err error) {
+// ParseTrigger reads "client:N@point" or "any@point" (client -1), each optionally
+// followed by "#K": the K-th time the client (any client: the K-th arrival of any)
+// reaches the point, so that a fault can strike a later round of a client's steps (its
+// second acquire, once its connections exist). With clients ≥ 0 the client number is
+// checked against it.
+func ParseTrigger(s string, clients int) (Trigger, error) {
 	who, point, ok := strings.Cut(s, "@")
 	if !ok || point == "" {
-		return 0, "", fmt.Errorf("trigger %q: want client:N@point or any@point", s)
+		return Trigger{}, fmt.Errorf("trigger %q: want client:N@point or any@point", s)
+	}
+	tr := Trigger{Client: -1, Point: point, Nth: 1}
+	if p, k, ok := strings.Cut(point, "#"); ok {
+		nth, err := strconv.Atoi(k)
+		if err != nil || nth < 1 || p == "" {
+			return Trigger{}, fmt.Errorf("trigger %q: want point#K with K ≥ 1 (the K-th arrival), got %q", s, point)
+		}
+		tr.Point, tr.Nth = p, nth
 	}
 	if who == "any" {
-		return -1, point, nil
+		return tr, nil
 	}
 	n, ok := strings.CutPrefix(who, "client:")
-	client, err = strconv.Atoi(n)
+	client, err := strconv.Atoi(n)
 	if !ok || err != nil || client < 0 || (clients >= 0 && client >= clients) {
-		return 0, "", fmt.Errorf("trigger %q: want client:N@point with 0 ≤ N < %d, or any@point", s, clients)
+		return Trigger{}, fmt.Errorf("trigger %q: want client:N@point with 0 ≤ N < %d, or any@point", s, clients)
 	}
-	return client, point, nil
+	tr.Client = client
+	return tr, nil
 }
 
 func kindNamed(name string) (KindInfo, bool) {

@@ -503,8 +503,8 @@ func missingPoint(p plan.Plan, impl lockimpl.Impl) string {
 		if f.Trigger == "" {
 			continue
 		}
-		if _, point, err := faults.ParseTrigger(f.Trigger, -1); err == nil && !slices.Contains(points, point) {
-			return point
+		if tr, err := faults.ParseTrigger(f.Trigger, -1); err == nil && !slices.Contains(points, tr.Point) {
+			return tr.Point
 		}
 	}
 	return ""

@@ -60,11 +60,12 @@ func (g *Gates) Process(client int) ClientProcess {
 	return g.procs[client]
 }
 
-// Gate is one armed place: when its client (-1: any) reaches its point it fires once,
-// crashing the client, stalling it, or calling Trigger.
+// Gate is one armed place: when its client (-1: any) reaches its point (the Nth time
+// since it was armed) it fires once, crashing the client, stalling it, or calling Trigger.
 type Gate struct {
 	Client  int // -1: any client
 	Point   string
+	Nth     int // fire at this arrival (0 and 1: the first)
 	Crash   bool
 	Stall   time.Duration
 	World   bool                  // stop the world: the client's whole process stops for the stall
@@ -75,6 +76,7 @@ type Gate struct {
 	Until     func() <-chan struct{}
 	UntilNote string
 	fired     bool
+	arrivals  int
 }
 
 // New returns gates that record the windows of the faults they fire in rec.
@@ -93,6 +95,9 @@ func (g *Gates) Reach(ctx context.Context, client int, point string) error {
 	var hits []*Gate
 	for _, a := range g.arm {
 		if !a.fired && a.Point == point && (a.Client == -1 || a.Client == client) {
+			if a.arrivals++; a.arrivals < a.Nth {
+				continue
+			}
 			a.fired = true
 			hits = append(hits, a)
 		}

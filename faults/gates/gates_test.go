@@ -63,3 +63,28 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A gate with Nth fires at that arrival of its client, counted from when it was armed,
+// and only once; other clients' arrivals do not count for a gate of one client.
+func TestGateFiresAtItsNthArrival(t *testing.T) {
+	t.Parallel()
+	g := New(histories.NewRecorder(histories.Meta{}))
+	ctx := context.Background()
+	var fired []int
+	arrival := 0
+	g.Arm(Gate{Client: 0, Point: "before-acquire", Nth: 3, Trigger: func(context.Context) { fired = append(fired, arrival) }})
+	for arrival = 1; arrival <= 5; arrival++ {
+		if err := g.Reach(ctx, 1, "before-acquire"); err != nil { // another client's: not counted
+			t.Fatal(err)
+		}
+		if err := g.Reach(ctx, 0, "before-write"); err != nil { // another point: not counted
+			t.Fatal(err)
+		}
+		if err := g.Reach(ctx, 0, "before-acquire"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(fired) != 1 || fired[0] != 3 {
+		t.Errorf("fired at arrivals %v, want [3]", fired)
+	}
+}
