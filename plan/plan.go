@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,9 +101,13 @@ type JobsSpec struct {
 	Count      int      `json:"count,omitempty"` // jobs pushed at once when the run starts
 	SameKey    bool     `json:"same_key,omitempty"`
 	Visibility Duration `json:"visibility"`
-	Lock       bool     `json:"lock,omitempty"`       // each job under the lock of its key (the plan's impl)
-	OnTaken    string   `json:"on_taken,omitempty"`   // drop (default) or retry
-	Idempotent bool     `json:"idempotent,omitempty"` // an idempotency record written with the side effect
+	Lock       bool     `json:"lock,omitempty"`     // each job under the lock of its key (the plan's impl)
+	OnTaken    string   `json:"on_taken,omitempty"` // drop (default) or retry
+	// OnError is what a worker does with a job whose lock acquire failed with an error (an
+	// unknown outcome): drop or retry; unset, as on_taken says (a worker that cannot tell
+	// an error from a taken lock, as the write-up's withLock cannot).
+	OnError    string `json:"on_error,omitempty"`
+	Idempotent bool   `json:"idempotent,omitempty"` // an idempotency record written with the side effect
 	// Release is when a job's lock is released: ReleaseBeforeAck (the default: right after
 	// the side effect, as withLock wraps the job alone) or ReleaseAfterAck (held until the
 	// job is acknowledged).
@@ -507,6 +512,14 @@ func (p Plan) resolveJobs(r *Resolved) error {
 	if j.OnTaken != "" && !j.Lock {
 		return bad("jobs.on_taken", "set, but the jobs run without a lock (lock is false)")
 	}
+	switch j.OnError {
+	case "", workload.OnTakenDrop, workload.OnTakenRetry:
+	default:
+		return bad("jobs.on_error", "want %s or %s, got %q", workload.OnTakenDrop, workload.OnTakenRetry, j.OnError)
+	}
+	if j.OnError != "" && !j.Lock {
+		return bad("jobs.on_error", "set, but the jobs run without a lock (lock is false)")
+	}
 	switch j.Release {
 	case "", ReleaseBeforeAck:
 	case ReleaseAfterAck:
@@ -543,12 +556,9 @@ func (p Plan) JobsConfig(queueAddr string) *workload.Jobs {
 		return nil
 	}
 	j := p.Jobs
-	onTaken := j.OnTaken
-	if onTaken == "" {
-		onTaken = workload.OnTakenDrop
-	}
+	onTaken := cmp.Or(j.OnTaken, workload.OnTakenDrop)
 	w := &workload.Jobs{Rate: j.Rate, Count: j.Count, SameKey: j.SameKey, Visibility: j.Visibility.D(),
-		Lock: j.Lock, OnTaken: onTaken, Idempotent: j.Idempotent, ReleaseAfterAck: j.Release == ReleaseAfterAck,
+		Lock: j.Lock, OnTaken: onTaken, OnError: cmp.Or(j.OnError, onTaken), Idempotent: j.Idempotent, ReleaseAfterAck: j.Release == ReleaseAfterAck,
 		QueueAddr: queueAddr}
 	if st := j.Stall; st != nil {
 		at := st.At

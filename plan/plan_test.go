@@ -55,6 +55,8 @@ func TestParsePlanErrorsNamePlace(t *testing.T) {
 		{"bad visibility", "{\"workload\": \"jobs\",\n \"jobs\": {\"count\": 1,\n  \"visibility\": \"soon\"}}", 3, "jobs.visibility", "bad duration"},
 		{"on_taken without lock", "{\"workload\": \"jobs\",\n \"jobs\": {\"count\": 1, \"visibility\": \"1s\",\n  \"on_taken\": \"retry\"}}", 3, "jobs.on_taken", "without a lock"},
 		{"bad on_taken", "{\"workload\": \"jobs\",\n \"jobs\": {\"count\": 1, \"visibility\": \"1s\", \"lock\": true,\n  \"on_taken\": \"wait\"}}", 3, "jobs.on_taken", `got "wait"`},
+		{"on_error without lock", "{\"workload\": \"jobs\",\n \"jobs\": {\"count\": 1, \"visibility\": \"1s\",\n  \"on_error\": \"retry\"}}", 3, "jobs.on_error", "without a lock"},
+		{"bad on_error", "{\"workload\": \"jobs\",\n \"jobs\": {\"count\": 1, \"visibility\": \"1s\", \"lock\": true,\n  \"on_error\": \"wait\"}}", 3, "jobs.on_error", `got "wait"`},
 		{"release without lock", "{\"workload\": \"jobs\",\n \"jobs\": {\"count\": 1, \"visibility\": \"1s\",\n  \"release\": \"after-ack\"}}", 3, "jobs.release", "without a lock"},
 		{"bad release", "{\"workload\": \"jobs\",\n \"jobs\": {\"count\": 1, \"visibility\": \"1s\", \"lock\": true,\n  \"release\": \"never\"}}", 3, "jobs.release", `want before-ack or after-ack, got "never"`},
 		{"bad stall rate", "{\"workload\": \"jobs\",\n \"jobs\": {\"count\": 1, \"visibility\": \"1s\",\n  \"stall\": {\n   \"rate\": 2}}}", 4, "jobs.stall.rate", "from 0 to 1, got 2"},

@@ -34,6 +34,7 @@ type Jobs struct {
 	Visibility time.Duration // a delivered job not acknowledged within it is re-delivered
 	Lock       bool          // run each job under its lock, skipping it when the lock is taken
 	OnTaken    string        // drop or retry
+	OnError    string        // the same for an acquire that failed with an error (unknown outcome)
 	// Idempotent writes an idempotency record atomically with the side effect: a job whose
 	// record exists is not run again. The fix that holds where a lock cannot.
 	Idempotent bool
@@ -88,6 +89,8 @@ func (j *Jobs) validate() error {
 		return fmt.Errorf("jobs: visibility timeout must be positive, got %s", j.Visibility)
 	case j.OnTaken != OnTakenDrop && j.OnTaken != OnTakenRetry:
 		return fmt.Errorf("jobs: on_taken must be %s or %s, got %q", OnTakenDrop, OnTakenRetry, j.OnTaken)
+	case j.OnError != OnTakenDrop && j.OnError != OnTakenRetry:
+		return fmt.Errorf("jobs: on_error must be %s or %s, got %q", OnTakenDrop, OnTakenRetry, j.OnError)
 	case j.QueueAddr == "":
 		return errors.New("jobs: no queue address")
 	}
@@ -402,10 +405,15 @@ func (c *client) runJob(ctx context.Context, q *jobQueue, jb job) (crashed bool)
 			return true
 		}
 		if outcome != histories.OK {
-			// Taken (or unknown, which a worker cannot tell from taken): skip, as withLock does.
+			// Taken or unknown: skip, as withLock does; OnError says what becomes of a job
+			// whose acquire failed with an error, for workers that tell it from a taken lock.
 			now := c.rec.Now()
 			c.rec.Record(histories.Skip, name, histories.Input{}, histories.Output{Error: "lock " + lockKey + " " + string(outcome)}, histories.OK, now)
-			if j.OnTaken == OnTakenDrop {
+			policy := j.OnTaken
+			if outcome == histories.Unknown {
+				policy = j.OnError
+			}
+			if policy == OnTakenDrop {
 				c.ack(ctx, q, jb)
 			}
 			return false
