@@ -35,9 +35,9 @@ const rueidisVersion = "v1.0.80"
 //     (one client) per distinct ttl, built on first use, all closed by Close.
 //   - Config.Timeout → Dialer.Timeout, ConnWriteTimeout (each connection's I/O deadline
 //     and keepalive-PING timeout) and TryNextAfter (the library's per-key acquire
-//     timeout; its default is 20 ms). DisableRetry: rueidislock marks its scripts
-//     retryable, and a retried SET NX whose first try succeeded reads as "held by
-//     others". Sentinels (replicated topology) through rueidis's Sentinel client.
+//     timeout; its default is 20 ms). DisableRetry unless option disable_retry is false:
+//     rueidislock marks its scripts retryable (from v1.0.70), and a retried SET NX whose
+//     first try succeeded reads as "held by others". Sentinels (replicated topology) through rueidis's Sentinel client.
 //   - The lock's context is derived from context.WithoutCancel(ctx): its life is the
 //     lease's (Release, loss, Close), not the Acquire call's.
 //   - Token: the library does not expose its random value; Lease.Token is a locally
@@ -114,8 +114,19 @@ func rueidisNoLoopTracking() lockimpl.Option {
 	}
 }
 
+// rueidisDisableRetry is ClientOption.DisableRetry. The adapter sends each command once,
+// as every adapter does, so that a command that may have run is reported as such; the
+// library's users run with retries on (false, rueidis's default), and then a retried SET
+// NX whose first try set the key reads as "held by others" (docs/track-record.md).
+func rueidisDisableRetry() lockimpl.Option {
+	return lockimpl.Option{
+		Name: "disable_retry", Kind: lockimpl.KindBool, Default: true, Values: []any{false},
+		Doc: "ClientOption.DisableRetry: each command sent once (the adapter's default); false, rueidis's own default, retries the library's scripts after a network error, and a retried SET NX that had set the key answers \"held by others\"",
+	}
+}
+
 func rueidisOptions() []lockimpl.Option {
-	return []lockimpl.Option{rueidisNoLoopTracking()}
+	return []lockimpl.Option{rueidisNoLoopTracking(), rueidisDisableRetry()}
 }
 
 func newRueidisLock(cfg lockimpl.Config) (lockimpl.Locker, error) {
@@ -124,7 +135,7 @@ func newRueidisLock(cfg lockimpl.Config) (lockimpl.Locker, error) {
 	opt := rueidis.ClientOption{
 		Dialer:           net.Dialer{Timeout: cfg.Timeout},
 		ConnWriteTimeout: cfg.Timeout,
-		DisableRetry:     true,
+		DisableRetry:     rueidisDisableRetry().Bool(cfg.Options),
 	}
 	viaDialer := func(via map[string]string) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
 		// The dialer sees the seeds' and Sentinels' own addresses too: those are not in via.
