@@ -161,3 +161,38 @@ func TestDefaultCache(t *testing.T) {
 		t.Error("Versions(watchdog): no error")
 	}
 }
+
+// TestLimitsDropWhatARangeCannotDo: redis-semaphore's Mutex before 5.6.0 cannot run on a
+// Redis Cluster, so its release's implementation does not claim to (plans are refused
+// when read, campaigns never draw it); 5.6.0 and the other variant keep it.
+func TestLimitsDropWhatARangeCannotDo(t *testing.T) {
+	reg := locks.All()
+	for _, c := range []struct {
+		impl, version string
+		cluster       bool
+	}{
+		{"redis-semaphore-mutex", "5.3.0", false},
+		{"redis-semaphore-mutex", "5.5.1", false},
+		{"redis-semaphore-mutex", "5.6.0", true},
+		{"redis-semaphore-redlock", "5.3.0", false}, // N independent servers: never on a cluster
+	} {
+		base, err := reg.Get(c.impl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lib, err := releases.Of(c.impl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		impl, err := releases.Release{Library: lib, Version: c.version, Path: t.TempDir()}.Impl(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if impl.RunsOn("cluster") != c.cluster {
+			t.Errorf("%s: runs on a Redis Cluster %v, want %v (%s)", impl.Name, impl.RunsOn("cluster"), c.cluster, impl.Description)
+		}
+		if !c.cluster && c.impl == "redis-semaphore-mutex" && !strings.Contains(impl.Description, "Not on a Redis Cluster (up to 5.5.1") {
+			t.Errorf("%s: the description does not say why it is not on a cluster: %s", impl.Name, impl.Description)
+		}
+	}
+}

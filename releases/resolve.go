@@ -37,8 +37,22 @@ func Resolver(ctx context.Context, reg *lockimpl.Registry) func(name string) (lo
 }
 
 // Impl is base, the implementation that runs r's library at its pinned version, running
-// r instead, named base's name@r.Version.
+// r instead, named base's name@r.Version, without what r's range cannot do (Limits).
 func (r Release) Impl(base lockimpl.Impl) (lockimpl.Impl, error) {
+	out, err := r.impl(base)
+	if err != nil {
+		return out, err
+	}
+	for _, l := range limitsOf(base.Name, r.Version) {
+		if l.NoCluster != "" && out.Cluster {
+			out.Cluster = false
+			out.Description += fmt.Sprintf(" Not on a Redis Cluster (%s).", l.NoCluster)
+		}
+	}
+	return out, nil
+}
+
+func (r Release) impl(base lockimpl.Impl) (lockimpl.Impl, error) {
 	name := base.Name + "@" + r.Version
 	switch r.Ecosystem {
 	case Go:

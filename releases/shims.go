@@ -30,11 +30,44 @@ func Shims() []Shim {
 	}
 }
 
+// A Limit is a range of a library's releases that cannot run where its implementation
+// runs at the pinned release: the release's Impl drops the capability, so that a plan
+// that asks for it is refused when it is read and campaigns never draw it, and the
+// client's own refusal at start stays the last guard.
+type Limit struct {
+	Impl      string
+	From, To  string // as a Shim's range
+	NoCluster string // why the range cannot run on a Redis Cluster ("": it can)
+}
+
+// Limits is the table, per library.
+func Limits() []Limit {
+	return []Limit{
+		{Impl: "redis-semaphore-mutex", To: "5.6.0", NoCluster: "up to 5.5.1 Mutex takes only a plain ioredis client (instanceof Redis), not ioredis's cluster client"},
+	}
+}
+
+// limitsOf are the limits of impl's release version.
+func limitsOf(impl, version string) []Limit {
+	var out []Limit
+	for _, l := range Limits() {
+		if l.Impl == impl && inRange(version, l.From, l.To) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// inRange reports whether from ≤ version < to, "" leaving that end open.
+func inRange(version, from, to string) bool {
+	return (from == "" || CompareVersions(version, from) >= 0) && (to == "" || CompareVersions(version, to) < 0)
+}
+
 // GoTags are the build tags of lib's adapter for version (none for the pinned API), or
 // an error naming the API difference when no variant of the adapter covers it.
 func GoTags(lib Library, version string) ([]string, error) {
 	for _, s := range Shims() {
-		if s.Impl != lib.Impl || (s.From != "" && CompareVersions(version, s.From) < 0) || (s.To != "" && CompareVersions(version, s.To) >= 0) {
+		if s.Impl != lib.Impl || !inRange(version, s.From, s.To) {
 			continue
 		}
 		if s.Refuse != "" {
