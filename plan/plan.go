@@ -504,21 +504,19 @@ func (p Plan) resolveJobs(r *Resolved) error {
 	case j.Visibility.D() <= 0:
 		return bad("jobs.visibility", "must be positive, got %s", j.Visibility.D())
 	}
-	switch j.OnTaken {
-	case "", workload.OnTakenDrop, workload.OnTakenRetry:
-	default:
-		return bad("jobs.on_taken", "want %s or %s, got %q", workload.OnTakenDrop, workload.OnTakenRetry, j.OnTaken)
-	}
-	if j.OnTaken != "" && !j.Lock {
-		return bad("jobs.on_taken", "set, but the jobs run without a lock (lock is false)")
-	}
-	switch j.OnError {
-	case "", workload.OnTakenDrop, workload.OnTakenRetry:
-	default:
-		return bad("jobs.on_error", "want %s or %s, got %q", workload.OnTakenDrop, workload.OnTakenRetry, j.OnError)
-	}
-	if j.OnError != "" && !j.Lock {
-		return bad("jobs.on_error", "set, but the jobs run without a lock (lock is false)")
+	// What a worker does with a job it could not lock: when the lock is taken, and when
+	// the acquire failed with an error.
+	for _, policy := range []struct{ field, value string }{{"jobs.on_taken", j.OnTaken}, {"jobs.on_error", j.OnError}} {
+		switch policy.value {
+		case "":
+			continue
+		case workload.OnTakenDrop, workload.OnTakenRetry:
+		default:
+			return bad(policy.field, "want %s or %s, got %q", workload.OnTakenDrop, workload.OnTakenRetry, policy.value)
+		}
+		if !j.Lock {
+			return bad(policy.field, "set, but the jobs run without a lock (lock is false)")
+		}
 	}
 	switch j.Release {
 	case "", ReleaseBeforeAck:
