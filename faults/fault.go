@@ -183,7 +183,7 @@ func (t Trigger) gate(fire func(context.Context)) gates.Gate {
 }
 
 // String is how notes name it: "client 1's acquire:granted", "any client's
-// before-acquire (2nd arrival)".
+// before-acquire (arrival 2)".
 func (t Trigger) String() string {
 	who := "any client's"
 	if t.Client >= 0 {

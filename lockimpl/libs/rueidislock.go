@@ -37,7 +37,8 @@ const rueidisVersion = "v1.0.80"
 //     and keepalive-PING timeout) and TryNextAfter (the library's per-key acquire
 //     timeout; its default is 20 ms). DisableRetry unless option disable_retry is false:
 //     rueidislock marks its scripts retryable (from v1.0.70), and a retried SET NX whose
-//     first try succeeded reads as "held by others". Sentinels (replicated topology) through rueidis's Sentinel client.
+//     first try succeeded reads as "held by others". Sentinels (replicated topology)
+//     through rueidis's Sentinel client.
 //   - The lock's context is derived from context.WithoutCancel(ctx): its life is the
 //     lease's (Release, loss, Close), not the Acquire call's.
 //   - Token: the library does not expose its random value; Lease.Token is a locally
