@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/cluster/etcd"
+	"github.com/locklab/locklab/cluster/zookeeper"
 )
 
 // PeerLink is the name of the link every other member dials member node by (its
@@ -49,9 +50,10 @@ func consensusRefuses(opts Options, clock, durable string) (option string, err e
 	return "", nil
 }
 
-// consensusBackend is a backend that runs etcd members: the process backend.
+// consensusBackend is a backend that runs etcd and ZooKeeper members: the process backend.
 type consensusBackend interface {
 	startEtcd(ctx context.Context, members []etcd.Member, token string) ([]Node, error)
+	startZooKeeper(ctx context.Context, members []zookeeper.Member) ([]Node, error)
 }
 
 // startEtcd starts an etcd cluster of n members named lock-0 … lock-N-1 as the lock
@@ -152,8 +154,8 @@ func (b *ProcessBackend) startTogether(ctx context.Context, members []*ProcessNo
 	return nodes, errors.Join(errs...)
 }
 
-// KindOf is what server n is: "etcd" for an etcd member, else "redis" (external
-// servers included).
+// KindOf is what server n is: "etcd" for an etcd member, "zookeeper" for a ZooKeeper
+// member, else "redis" (external servers included).
 func KindOf(n Node) string {
 	if k, ok := n.(interface{ Kind() string }); ok {
 		return k.Kind()
@@ -164,12 +166,16 @@ func KindOf(n Node) string {
 // IsEtcd reports whether n is an etcd member.
 func IsEtcd(n Node) bool { return KindOf(n) == "etcd" }
 
-// Ping checks that n serves: a Redis PING, or an etcd member's health.
+// Ping checks that n serves: a Redis PING, an etcd member's health, or a ZooKeeper
+// member's srvr.
 func Ping(ctx context.Context, n Node, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if IsEtcd(n) {
+	switch KindOf(n) {
+	case "etcd":
 		return etcd.Healthy(ctx, n.Addr())
+	case zookeeper.Kind:
+		return zookeeper.Serving(ctx, n.Addr())
 	}
 	rdb := redis.NewClient(NodeOptions(n, timeout))
 	defer rdb.Close()

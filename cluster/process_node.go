@@ -336,6 +336,11 @@ func (n *ProcessNode) waitReady(ctx context.Context) error {
 		if last = n.probe(ctx); last == nil {
 			return nil
 		}
+		// A server may go on unready after a failed bind (a ZooKeeper leader whose quorum
+		// port is taken is elected again and again): no use waiting.
+		if grewWith(n.logPath, n.proc.logStart, "ddress already in use") {
+			return fmt.Errorf("not ready, and a bind failed: %w", last)
+		}
 		wait := time.NewTimer(nextProbe(last))
 		select {
 		case <-n.proc.exited:
