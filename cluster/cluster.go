@@ -23,7 +23,7 @@ type Options struct {
 	ReplicaArgs []string // more arguments of every data node of a replicated topology (min-replicas-*)
 }
 
-// Cluster is a running topology: the lock servers (Redis, or etcd members) clients talk to, and a separate store
+// Cluster is a running topology: the lock servers (Redis, etcd or ZooKeeper members) clients talk to, and a separate store
 // for the protected resource, so that faults on lock servers never touch it.
 type Cluster struct {
 	Topology Topology
@@ -48,7 +48,7 @@ func Start(ctx context.Context, b Backend, t Topology, opts Options) (*Cluster, 
 		lockCount = 1
 	case Nodes:
 		lockCount = t.Nodes
-	case Replicated, Etcd, RedisCluster:
+	case Replicated, Etcd, RedisCluster, ZooKeeper:
 		lockCount = t.Nodes
 	default:
 		return nil, fmt.Errorf("unknown topology kind %q", t.Kind)
@@ -80,6 +80,8 @@ func (c *Cluster) startLock(ctx context.Context, b Backend, opts Options, count 
 		return c.startEtcd(ctx, b, c.Topology.Nodes, opts)
 	case RedisCluster:
 		return c.startRedisCluster(ctx, b, opts)
+	case ZooKeeper:
+		return c.startZooKeeper(ctx, b, c.Topology.Nodes, opts)
 	}
 	nodes, err := startAll(count, func(i int) (Node, error) {
 		return b.StartNode(ctx, opts.lockNode(fmt.Sprintf("lock-%d", i)))

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/cluster/etcd"
+	"github.com/locklab/locklab/cluster/zookeeper"
 )
 
 // PeerLink is the name of the link every other member dials member node by (its
@@ -22,52 +21,46 @@ import (
 // everything A says to its peers, and most of what they say to it: A is cut off.
 func PeerLink(node string) string { return "peers->" + node }
 
-// etcdMembers picks the ports of n members and makes (or remakes) their peer links.
-func (c *Cluster) etcdMembers(n int) ([]etcd.Member, error) {
-	members := make([]etcd.Member, n)
-	for i := range members {
-		m := &members[i]
-		m.Name = fmt.Sprintf("lock-%d", i)
-		var err error
-		if m.ClientPort, err = FreePort(); err == nil {
-			m.PeerPort, err = FreePort()
-		}
-		if err != nil {
-			return nil, err
-		}
-		m.AdvertisePeer = "127.0.0.1:" + strconv.Itoa(m.PeerPort)
-		if c.Net != nil {
-			c.Net.Remove(PeerLink(m.Name))
-			if m.AdvertisePeer, err = c.Net.Link(PeerLink(m.Name), m.AdvertisePeer); err != nil {
-				return nil, err
-			}
-		}
+// relink is link name to addr made anew (a start again moves the server), patient for
+// that long (netproxy.Net.PatientLink); without a Net, addr itself.
+func (c *Cluster) relink(name, addr string, patience time.Duration) (string, error) {
+	if c.Net == nil {
+		return addr, nil
 	}
-	return members, nil
+	c.Net.Remove(name)
+	return c.Net.PatientLink(name, addr, patience)
 }
 
 // EtcdRefuses says which of opts an etcd cluster cannot honour, named as the plan's
 // field, and why (nil when it honours them all).
 func EtcdRefuses(opts Options) (option string, err error) {
+	return consensusRefuses(opts, "etcd members are Go programs, which read the clock without libc, so libfaketime cannot move it",
+		"an etcd member always writes its log to disk and fsyncs it before it acknowledges")
+}
+
+// consensusRefuses is what a consensus service refuses of opts: server clocks under
+// libfaketime, for reason clock, and Redis's persistence, since it persists as durable says.
+func consensusRefuses(opts Options, clock, durable string) (option string, err error) {
 	if opts.ServerClock == ClockFaketime {
-		return "server_clock", errors.New("etcd members are Go programs, which read the clock without libc, so libfaketime cannot move it")
+		return "server_clock", errors.New(clock)
 	}
 	if opts.Persistence != "" && opts.Persistence != PersistNone {
-		return "persistence", fmt.Errorf("%s is Redis's: an etcd member always writes its log to disk and fsyncs it before it acknowledges", opts.Persistence)
+		return "persistence", fmt.Errorf("%s is Redis's: %s", opts.Persistence, durable)
 	}
 	return "", nil
 }
 
-// etcdStarter is a backend that runs etcd members: the process backend.
-type etcdStarter interface {
+// consensusBackend is a backend that runs etcd and ZooKeeper members: the process backend.
+type consensusBackend interface {
 	startEtcd(ctx context.Context, members []etcd.Member, token string) ([]Node, error)
+	startZooKeeper(ctx context.Context, members []zookeeper.Member) ([]Node, error)
 }
 
 // startEtcd starts an etcd cluster of n members named lock-0 … lock-N-1 as the lock
 // service, each peer URL behind its peer link, and makes lock-0 the leader, so that a
 // scenario's fault on lock-0 strikes the leader.
 func (c *Cluster) startEtcd(ctx context.Context, b Backend, n int, opts Options) error {
-	eb, ok := b.(etcdStarter)
+	eb, ok := b.(consensusBackend)
 	if !ok {
 		return fmt.Errorf("the %s backend cannot run etcd members (the process backend can)", b.Name())
 	}
@@ -75,33 +68,42 @@ func (c *Cluster) startEtcd(ctx context.Context, b Backend, n int, opts Options)
 		return fmt.Errorf("%s: %w", option, err)
 	}
 	token := fmt.Sprintf("locklab-%d", time.Now().UnixNano())
+	err := c.startOnFreshPorts(ctx, func() ([]Node, error) {
+		members, err := etcd.NewMembers(n, FreePort, func(name, addr string) (string, error) { return c.relink(PeerLink(name), addr, 0) })
+		if err != nil {
+			return nil, err
+		}
+		return eb.startEtcd(ctx, members, token)
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	return etcd.Lead(ctx, c.LockAddrs(), 0)
+}
+
+// startOnFreshPorts starts the members of a consensus service with start, which picks
+// their ports, and makes them c's lock servers. When another process took a port between
+// FreePort and a member's bind, it stops them and starts them all again on fresh ports (a
+// member's peers know it by its ports), a few times at most.
+func (c *Cluster) startOnFreshPorts(ctx context.Context, start func() ([]Node, error)) error {
 	var errs []error
 	for range portAttempts {
-		members, err := c.etcdMembers(n)
-		if err != nil {
-			return err
-		}
-		nodes, err := eb.startEtcd(ctx, members, token)
+		nodes, err := start()
 		if err == nil {
 			c.Lock = nodes
-			break
+			return nil
 		}
-		// Another process took a port between freePort and the member's bind: start the
-		// whole cluster again on fresh ports (a member's peers know it by its port).
 		errs = append(errs, err)
 		for _, nd := range nodes {
 			errs = append(errs, nd.Stop(ctx))
 		}
 		if !errors.Is(err, errPortInUse) {
-			return errors.Join(errs...)
+			break
 		}
 	}
-	if c.Lock == nil {
-		return errors.Join(errs...)
-	}
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	return etcd.Lead(ctx, c.LockAddrs(), 0)
+	return errors.Join(errs...)
 }
 
 // startEtcd starts the members of a new cluster together (a member serves only once a
@@ -111,40 +113,26 @@ func (b *ProcessBackend) startEtcd(ctx context.Context, members []etcd.Member, t
 	if err != nil {
 		return nil, err
 	}
-	var initial []string
-	for _, m := range members {
-		initial = append(initial, m.Name+"=http://"+m.AdvertisePeer)
-	}
-	var nodes []Node
-	var started []*ProcessNode
-	var logStarts []int64
+	var nodes []*ProcessNode
 	for _, m := range members {
 		if m.Dir, err = os.MkdirTemp(b.root, m.Name+"-etcd-"); err != nil {
-			return nodes, fmt.Errorf("make directory for %s: %w", m.Name, err)
+			return nil, fmt.Errorf("make directory for %s: %w", m.Name, err)
 		}
-		n := &ProcessNode{
-			kind:    "etcd",
-			name:    m.Name,
-			addr:    "127.0.0.1:" + strconv.Itoa(m.ClientPort),
-			dir:     m.Dir,
-			logPath: m.LogFile(),
-			outPath: filepath.Join(m.Dir, "stdout.log"),
-			binary:  bin,
-			args:    m.Args(strings.Join(initial, ","), token),
-			spawn:   b.spawn,
-		}
-		n.ready = func(ctx context.Context) error {
-			if err := etcd.Healthy(ctx, n.addr); err != nil {
-				return err
-			}
-			// /health says nothing of who answered: another run's member may hold the port
-			// this one failed to bind (seen once under load: a healthy member that was not
-			// ours, and ours dead). Only this process's own log can say it serves.
-			if !grewWith(n.logPath, n.proc.logStart, etcd.ReadyMessage) {
-				return fmt.Errorf("%w: a member answers on %s, but %s's log does not say it serves yet", errNotReady, n.addr, n.name)
-			}
-			return nil
-		}
+		n := &ProcessNode{kind: "etcd", name: m.Name, addr: m.ClientAddr(), dir: m.Dir, logPath: m.LogFile(),
+			outPath: filepath.Join(m.Dir, "stdout.log"), binary: bin, args: m.Args(etcd.InitialCluster(members), token), spawn: b.spawn}
+		n.ready = func(ctx context.Context) error { return m.Ready(ctx, n.proc.logStart) }
+		nodes = append(nodes, n)
+	}
+	return b.startTogether(ctx, nodes)
+}
+
+// startTogether launches the members of a consensus service at once (a member serves
+// only once a quorum runs) and waits until each one serves. It returns those it
+// registered, which Close stops.
+func (b *ProcessBackend) startTogether(ctx context.Context, members []*ProcessNode) ([]Node, error) {
+	var nodes []Node
+	var logStarts []int64
+	for _, n := range members {
 		if err := b.register(n); err != nil {
 			return nodes, err
 		}
@@ -155,10 +143,10 @@ func (b *ProcessBackend) startEtcd(ctx context.Context, members []etcd.Member, t
 		if err != nil {
 			return nodes, err
 		}
-		started, logStarts = append(started, n), append(logStarts, start)
+		logStarts = append(logStarts, start)
 	}
 	var errs []error
-	for i, n := range started {
+	for i, n := range members {
 		n.mu.Lock()
 		errs = append(errs, n.awaitLocked(ctx, logStarts[i]))
 		n.mu.Unlock()
@@ -166,8 +154,8 @@ func (b *ProcessBackend) startEtcd(ctx context.Context, members []etcd.Member, t
 	return nodes, errors.Join(errs...)
 }
 
-// KindOf is what server n is: "etcd" for an etcd member, else "redis" (external
-// servers included).
+// KindOf is what server n is: "etcd" for an etcd member, "zookeeper" for a ZooKeeper
+// member, else "redis" (external servers included).
 func KindOf(n Node) string {
 	if k, ok := n.(interface{ Kind() string }); ok {
 		return k.Kind()
@@ -178,12 +166,16 @@ func KindOf(n Node) string {
 // IsEtcd reports whether n is an etcd member.
 func IsEtcd(n Node) bool { return KindOf(n) == "etcd" }
 
-// Ping checks that n serves: a Redis PING, or an etcd member's health.
+// Ping checks that n serves: a Redis PING, an etcd member's health, or a ZooKeeper
+// member's srvr.
 func Ping(ctx context.Context, n Node, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if IsEtcd(n) {
+	switch KindOf(n) {
+	case "etcd":
 		return etcd.Healthy(ctx, n.Addr())
+	case zookeeper.Kind:
+		return zookeeper.Serving(ctx, n.Addr())
 	}
 	rdb := redis.NewClient(NodeOptions(n, timeout))
 	defer rdb.Close()

@@ -119,25 +119,9 @@ func (b *ExternalBackend) StartNode(ctx context.Context, cfg NodeConfig) (Node, 
 	c := redis.NewClient(opts)
 	defer c.Close()
 	if err := c.Ping(pctx).Err(); err != nil {
-		return nil, fmt.Errorf("external server %s (%s) %s", cfg.Name, srv.URL, answerError(err, srv.Access))
+		return nil, fmt.Errorf("external server %s (%s) %s", cfg.Name, srv.URL, srv.Access.Explain(err))
 	}
 	return &ExternalNode{name: cfg.Name, addr: addr, url: srv.URL, access: srv.Access}, nil
-}
-
-// answerError says what a failed probe means, without the password: a refused AUTH
-// names where the credentials come from.
-func answerError(err error, a access.Access) string {
-	msg := access.Scrub(err.Error(), a)
-	switch {
-	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"),
-		strings.Contains(msg, "invalid username-password"):
-		return "refused the credentials: " + msg + " (check the user and password, given in the URL or in $" + access.EnvUsername + " and $" + access.EnvPassword + ")"
-	case strings.Contains(msg, "NOAUTH"):
-		return "wants a password: " + msg + " (give it in the URL, redis://user:password@host:port, or in $" + access.EnvPassword + ")"
-	case strings.Contains(msg, "AUTH") && strings.Contains(msg, "without any password configured"):
-		return "has no password, but one was given (in the URL or $" + access.EnvPassword + "): " + msg
-	}
-	return "does not answer: " + msg
 }
 
 // serverOf maps a node name Start uses to the server given for it.

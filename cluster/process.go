@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/locklab/locklab/cluster/faketime"
+	"github.com/locklab/locklab/cluster/spawn"
 )
 
 // EnvRedisServer names the redis-server binary when ProcessOptions.Binary is empty.
@@ -18,6 +19,9 @@ const EnvRedisServer = "LOCKLAB_REDIS_SERVER"
 
 // portAttempts is how many free ports StartNode tries before giving up on clashes.
 const portAttempts = 5
+
+// errBackendClosed is returned for work asked of a closed backend.
+var errBackendClosed = spawn.ErrClosed
 
 // ProcessOptions configures a ProcessBackend.
 type ProcessOptions struct {
@@ -36,7 +40,7 @@ type ProcessBackend struct {
 	binary  string
 	root    string
 	keepDir bool
-	spawn   *spawner
+	spawn   *spawn.Spawner
 
 	mu     sync.Mutex
 	nodes  []*ProcessNode
@@ -53,7 +57,7 @@ func NewProcessBackend(opts ProcessOptions) (*ProcessBackend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make redis directory: %w", err)
 	}
-	return &ProcessBackend{binary: bin, root: root, keepDir: opts.Dir != "", spawn: newSpawner()}, nil
+	return &ProcessBackend{binary: bin, root: root, keepDir: opts.Dir != "", spawn: spawn.New()}, nil
 }
 
 // findBinary resolves the redis-server to run, saying where it looked when there is none.
@@ -184,7 +188,7 @@ func (b *ProcessBackend) Close() error {
 	b.mu.Unlock()
 
 	errs := []error{StopAll(context.Background(), nodes)}
-	b.spawn.close()
+	b.spawn.Close()
 	if !b.keepDir {
 		errs = append(errs, os.RemoveAll(b.root))
 	}

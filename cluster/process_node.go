@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster/faketime"
+	"github.com/locklab/locklab/cluster/spawn"
 )
 
 // stopGrace is how long Stop waits after SIGTERM before SIGKILL.
@@ -39,7 +40,7 @@ type ProcessNode struct {
 	ready func(ctx context.Context) error
 	env   []string        // nil: the harness's own environment
 	clock *faketime.Clock // set when the server runs under libfaketime
-	spawn *spawner
+	spawn *spawn.Spawner
 
 	mu      sync.Mutex // serialises the operations on one node
 	proc    *proc      // the current (or last) process; nil before the first start
@@ -295,7 +296,7 @@ func (n *ProcessNode) launchLocked() (logStart int64, err error) {
 	// Own process group: a terminal's Ctrl-C reaches only us, and we stop the server in
 	// order. Pdeathsig: the server dies with us even if we are SIGKILLed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = n.spawn.start(cmd)
+	err = n.spawn.Start(cmd)
 	out.Close() // the child has its own copy
 	if err != nil {
 		return 0, fmt.Errorf("start %s on %s: %w", n.kind, n.addr, err)
@@ -334,6 +335,11 @@ func (n *ProcessNode) waitReady(ctx context.Context) error {
 	for {
 		if last = n.probe(ctx); last == nil {
 			return nil
+		}
+		// A server may go on unready after a failed bind (a ZooKeeper leader whose quorum
+		// port is taken is elected again and again): no use waiting.
+		if grewWith(n.logPath, n.proc.logStart, "ddress already in use") {
+			return fmt.Errorf("not ready, and a bind failed: %w", last)
 		}
 		wait := time.NewTimer(nextProbe(last))
 		select {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,10 +73,10 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// tail is the last n lines of each file, for error messages.
+// tail is the last n lines of each file (one named twice in a row: once), for errors.
 func tail(n int, paths ...string) string {
 	var b strings.Builder
-	for _, p := range paths {
+	for _, p := range slices.Compact(paths) {
 		data, err := os.ReadFile(p)
 		if err != nil || len(bytes.TrimSpace(data)) == 0 {
 			continue

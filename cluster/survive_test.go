@@ -19,21 +19,25 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 )
 
-// The child mode: the test binary re-executed with childEnv set starts one server, prints
-// its pid, and blocks until SIGINT or SIGTERM, which it answers by closing the backend.
+// The child mode: the test binary re-executed with childEnv set starts one server (a
+// redis-server, or with childServe "serve-zookeeper" a ZooKeeper member of a quorum of
+// one), prints its pid, and blocks until SIGINT or SIGTERM, which it answers by closing
+// the backend.
 const (
 	childEnv    = "LOCKLAB_CLUSTER_TEST_CHILD"
 	childDirEnv = "LOCKLAB_CLUSTER_TEST_CHILD_DIR"
 )
 
+const childServeZooKeeper = "serve-zookeeper"
+
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "serve" {
-		os.Exit(serveChild())
+	if mode := os.Getenv(childEnv); mode == "serve" || mode == childServeZooKeeper {
+		os.Exit(serveChild(mode))
 	}
 	os.Exit(m.Run())
 }
 
-func serveChild() int {
+func serveChild(mode string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	b, err := cluster.NewProcessBackend(cluster.ProcessOptions{Dir: os.Getenv(childDirEnv)})
@@ -42,7 +46,15 @@ func serveChild() int {
 		return 1
 	}
 	defer b.Close()
-	n, err := b.StartNode(ctx, cluster.NodeConfig{Name: "child"})
+	var n cluster.Node
+	if mode == childServeZooKeeper {
+		var c *cluster.Cluster
+		if c, err = cluster.Start(ctx, b, cluster.Topology{Kind: cluster.ZooKeeper, Nodes: 1}, cluster.Options{}); err == nil {
+			n = c.Lock[0]
+		}
+	} else {
+		n, err = b.StartNode(ctx, cluster.NodeConfig{Name: "child"})
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -63,11 +75,12 @@ type child struct {
 	exited chan struct{} // closed once the child has been reaped; then cmd.ProcessState is set
 }
 
-// startChild runs the child mode and waits until its server is up.
-func startChild(t *testing.T) *child {
+// startChild runs the child mode and waits until its server is up; alive says whether a
+// pid is such a server.
+func startChild(t *testing.T, mode string, alive func(pid int) bool) *child {
 	t.Helper()
 	c := &child{cmd: exec.Command(os.Args[0]), exited: make(chan struct{})}
-	c.cmd.Env = append(os.Environ(), childEnv+"=serve", childDirEnv+"="+t.TempDir(),
+	c.cmd.Env = append(os.Environ(), childEnv+"="+mode, childDirEnv+"="+t.TempDir(),
 		"GORACE=atexit_sleep_ms=0") // under -race, a child would otherwise linger 1s at exit
 	c.cmd.Stderr = os.Stderr
 	out, err := c.cmd.StdoutPipe()
@@ -99,11 +112,11 @@ func startChild(t *testing.T) *child {
 		t.Fatalf("child said %q, want its server's pid", line)
 	}
 	t.Cleanup(func() {
-		if redisAlive(c.pid) { // the test failed: leave no server behind
+		if alive(c.pid) { // the test failed: leave no server behind
 			_ = syscall.Kill(c.pid, syscall.SIGKILL)
 		}
 	})
-	if !redisAlive(c.pid) {
+	if !alive(c.pid) {
 		t.Fatalf("server pid %d not alive while the child runs", c.pid)
 	}
 	return c
@@ -122,7 +135,7 @@ func (c *child) wait(t *testing.T) {
 func TestNoServerSurvivesChildInterrupt(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			c := startChild(t)
+			c := startChild(t, "serve", redisAlive)
 			if err := c.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -140,15 +153,23 @@ func TestNoServerSurvivesChildInterrupt(t *testing.T) {
 
 func TestNoServerSurvivesChildKill(t *testing.T) {
 	// As a subreaper this test process inherits the server when the child dies, so it can
-	// reap it and see how it died, instead of leaving a zombie for init.
+	// reap it and see how it died, instead of leaving a zombie for init. A JVM is one
+	// process, whatever threads it runs: Pdeathsig ends it as it ends a redis-server.
 	setSubreaper(t)
-	c := startChild(t)
-	if err := c.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	c.wait(t)
-	if status, ours := reapOrphan(t, c.pid); ours && (!status.Signaled() || status.Signal() != syscall.SIGKILL) {
-		t.Fatalf("server ended with status %v; want killed by SIGKILL (Pdeathsig)", status)
+	for _, tc := range []struct {
+		mode  string
+		alive func(int) bool
+	}{{"serve", redisAlive}, {childServeZooKeeper, javaAlive}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			c := startChild(t, tc.mode, tc.alive)
+			if err := c.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			c.wait(t)
+			if status, ours := reapOrphan(t, c.pid); ours && (!status.Signaled() || status.Signal() != syscall.SIGKILL) {
+				t.Fatalf("server ended with status %v; want killed by SIGKILL (Pdeathsig)", status)
+			}
+		})
 	}
 }
 
@@ -181,7 +202,7 @@ func reapOrphan(t *testing.T, pid int) (status syscall.WaitStatus, ours bool) {
 			return 0, false
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("server pid %d not reaped within %s (alive: %v)", pid, clustertest.Wait, redisAlive(pid))
+			t.Fatalf("server pid %d not reaped within %s", pid, clustertest.Wait)
 		}
 		time.Sleep(5 * time.Millisecond) // not yet dead, or dead but not yet reparented to us
 	}

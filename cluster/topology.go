@@ -18,13 +18,15 @@ const (
 	// RedisCluster is a Redis Cluster of P primaries with R replicas each (rediscluster.go):
 	// the hash slots split among the primaries, failover by the nodes themselves.
 	RedisCluster = "cluster"
+	// ZooKeeper is a ZooKeeper ensemble of N members (zookeeper.go): consensus, as etcd.
+	ZooKeeper = "zookeeper"
 )
 
 // Default sizes when a topology string gives none.
 const (
 	defaultNodes      = 5 // Redlock's usual N
 	defaultReplicated = 3 // primary + 2 replicas
-	defaultEtcd       = 3 // the smallest cluster that survives a member's loss
+	defaultEtcd       = 3 // the smallest cluster that survives a member's loss; a ZooKeeper ensemble's too
 	// A Redis Cluster's default: three primaries (a majority survives one's loss, which a
 	// failover needs), one replica each.
 	defaultPrimaries = 3
@@ -61,8 +63,9 @@ func (t Topology) String() string {
 	return fmt.Sprintf("%s:%d", t.Kind, t.Nodes)
 }
 
-// ParseTopology reads "single", "nodes[:N]", "replicated[:N]", "etcd[:N]" or
-// "cluster[:P[xR]]".
+// ParseTopology reads "single", "nodes[:N]", "replicated[:N]", "etcd[:N]",
+// "zookeeper[:N]" or "cluster[:P[xR]]". An even count of etcd or ZooKeeper members is
+// allowed: it survives no more losses than one fewer, which a scenario may want to show.
 func ParseTopology(s string) (Topology, error) {
 	kind, count, hasCount := strings.Cut(strings.TrimSpace(s), ":")
 	var t Topology
@@ -78,10 +81,10 @@ func ParseTopology(s string) (Topology, error) {
 		t = Topology{Kind: Nodes, Nodes: defaultNodes}
 	case Replicated:
 		t = Topology{Kind: Replicated, Nodes: defaultReplicated}
-	case Etcd:
-		t = Topology{Kind: Etcd, Nodes: defaultEtcd}
+	case Etcd, ZooKeeper:
+		t = Topology{Kind: kind, Nodes: defaultEtcd}
 	default:
-		return Topology{}, fmt.Errorf("unknown topology %q (want single, nodes[:N], replicated[:N], etcd[:N] or cluster[:P[xR]])", s)
+		return Topology{}, fmt.Errorf("unknown topology %q (want single, nodes[:N], replicated[:N], etcd[:N], zookeeper[:N] or cluster[:P[xR]])", s)
 	}
 	if hasCount {
 		n, err := strconv.Atoi(count)

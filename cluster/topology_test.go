@@ -21,6 +21,10 @@ func TestParseTopology(t *testing.T) {
 		"cluster:5":    {Kind: cluster.RedisCluster, Nodes: 10, Replicas: 1},
 		"cluster:3x2":  {Kind: cluster.RedisCluster, Nodes: 9, Replicas: 2},
 		"cluster:1x0":  {Kind: cluster.RedisCluster, Nodes: 1},
+		"etcd":         {Kind: cluster.Etcd, Nodes: 3},
+		"zookeeper":    {Kind: cluster.ZooKeeper, Nodes: 3},
+		"zookeeper:1":  {Kind: cluster.ZooKeeper, Nodes: 1},
+		"zookeeper:4":  {Kind: cluster.ZooKeeper, Nodes: 4}, // even: allowed, as for etcd
 	}
 	for in, want := range good {
 		got, err := cluster.ParseTopology(in)
@@ -31,7 +35,7 @@ func TestParseTopology(t *testing.T) {
 			t.Errorf("ParseTopology(%q.String()=%q) = %+v, %v", in, got.String(), back, err)
 		}
 	}
-	for _, in := range []string{"", "ring", "nodes:0", "nodes:-1", "nodes:x", "single:2", "cluster:0", "cluster:3x", "cluster:3x-1", "cluster:x1", "cluster:3y1"} {
+	for _, in := range []string{"", "ring", "nodes:0", "nodes:-1", "nodes:x", "single:2", "cluster:0", "cluster:3x", "cluster:3x-1", "cluster:x1", "cluster:3y1", "zookeeper:0", "zookeeper:x", "zk"} {
 		if got, err := cluster.ParseTopology(in); err == nil {
 			t.Errorf("ParseTopology(%q) = %+v, want an error", in, got)
 		}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what locklab's tests and demo need on a Debian machine: Redis, Node.js and
-# python3-redis from apt; with --browser also Chromium, for the browser tests of the
+# Installs what locklab's tests and demo need on a Debian machine: Redis, ZooKeeper (with
+# Java), Node.js and python3-redis from apt; with --browser also Chromium, for the browser tests of the
 # pages locklab writes (make test; the demo does not need it).
 # Idempotent: does nothing when everything is there.
 set -euo pipefail
@@ -18,6 +18,9 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 { command -v redis-cli && command -v redis-benchmark; } >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 ls /usr/lib/*/faketime/libfaketime*.so.1 >/dev/null 2>&1 || need+=(libfaketime)
+# ZooKeeper ensembles (cluster/zookeeper): Debian's jar, its dependencies (slf4j's simple
+# logger among them) and Java.
+{ [ -f /usr/share/java/zookeeper.jar ] && [ -f /usr/share/java/slf4j-simple.jar ] && command -v java; } >/dev/null 2>&1 || need+=(zookeeper)
 # The Node.js example client of the subprocess protocol (clients/node).
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)

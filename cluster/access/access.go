@@ -354,3 +354,19 @@ func urlSecrets(raw string) []string {
 func Scrub(s string, accesses ...Access) string {
 	return NewScrubber(nil, accesses...).String(s)
 }
+
+// Explain says what err, a failed probe of a server reached with a, means, without the
+// password: a refused AUTH names where the credentials come from.
+func (a Access) Explain(err error) string {
+	msg := Scrub(err.Error(), a)
+	switch {
+	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"),
+		strings.Contains(msg, "invalid username-password"):
+		return "refused the credentials: " + msg + " (check the user and password, given in the URL or in $" + EnvUsername + " and $" + EnvPassword + ")"
+	case strings.Contains(msg, "NOAUTH"):
+		return "wants a password: " + msg + " (give it in the URL, redis://user:password@host:port, or in $" + EnvPassword + ")"
+	case strings.Contains(msg, "AUTH") && strings.Contains(msg, "without any password configured"):
+		return "has no password, but one was given (in the URL or $" + EnvPassword + "): " + msg
+	}
+	return "does not answer: " + msg
+}

@@ -101,6 +101,39 @@ type Member struct {
 	AdvertisePeer        string // host:port its peers dial it by (its peer link)
 }
 
+// NewMembers are the n members of a new cluster, named lock-0 … lock-N-1, with fresh
+// ports from port; peer says the address its peers dial its peer port (addr) by.
+func NewMembers(n int, port func() (int, error), peer func(name, addr string) (string, error)) ([]Member, error) {
+	members := make([]Member, n)
+	for i := range members {
+		m := &members[i]
+		m.Name = fmt.Sprintf("lock-%d", i)
+		var err error
+		if m.ClientPort, err = port(); err == nil {
+			m.PeerPort, err = port()
+		}
+		if err == nil {
+			m.AdvertisePeer, err = peer(m.Name, "127.0.0.1:"+strconv.Itoa(m.PeerPort))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ports of %s: %w", m.Name, err)
+		}
+	}
+	return members, nil
+}
+
+// InitialCluster is the --initial-cluster of members: "name=http://host:port,…".
+func InitialCluster(members []Member) string {
+	var initial []string
+	for _, m := range members {
+		initial = append(initial, m.Name+"=http://"+m.AdvertisePeer)
+	}
+	return strings.Join(initial, ",")
+}
+
+// ClientAddr is where the member serves clients.
+func (m Member) ClientAddr() string { return "127.0.0.1:" + strconv.Itoa(m.ClientPort) }
+
 // LogFile is the member's log, in its directory.
 func (m Member) LogFile() string { return filepath.Join(m.Dir, "etcd.log") }
 
@@ -128,6 +161,29 @@ func (m Member) Args(initial, token string) []string {
 
 // ReadyMessage is what a member writes to its log once it serves clients.
 const ReadyMessage = "ready to serve client requests"
+
+// Ready checks that m serves, by its own word: it is Healthy, and what its log grew by
+// since logStart (its size before this run) says it serves. /health says nothing of who
+// answered: another run's member may hold the port this one failed to bind (seen once
+// under load: a healthy member that was not ours, and ours dead).
+func (m Member) Ready(ctx context.Context, logStart int64) error {
+	if err := Healthy(ctx, m.ClientAddr()); err != nil {
+		return err
+	}
+	f, err := os.Open(m.LogFile())
+	if err != nil {
+		return fmt.Errorf("log of %s: %w", m.Name, err)
+	}
+	defer f.Close()
+	grown, err := io.ReadAll(io.NewSectionReader(f, logStart, 1<<20))
+	if err != nil {
+		return fmt.Errorf("log of %s: %w", m.Name, err)
+	}
+	if !strings.Contains(string(grown), ReadyMessage) {
+		return fmt.Errorf("a member answers on %s, but %s's log does not say it serves yet", m.ClientAddr(), m.Name)
+	}
+	return nil
+}
 
 // Healthy asks a member's /health endpoint, which answers true once the member has a
 // leader and can serve a linearizable read.

@@ -30,10 +30,11 @@ import (
 type Net struct {
 	server *toxiproxy.ApiServer
 
-	mu     sync.Mutex
-	links  map[string]*toxiproxy.Proxy
-	seq    int // numbers toxics, so that two faults on one link never clash by name
-	closed bool
+	mu      sync.Mutex
+	links   map[string]*toxiproxy.Proxy
+	patient map[string]*forwarder // by upstream: what patient links lead to (PatientLink)
+	seq     int                   // numbers toxics, so that two faults on one link never clash by name
+	closed  bool
 }
 
 // NewNet starts an empty network. Toxiproxy logs through zerolog: it gets a disabled
@@ -41,8 +42,9 @@ type Net struct {
 // nothing globally.
 func NewNet() *Net {
 	return &Net{
-		server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
-		links:  map[string]*toxiproxy.Proxy{},
+		server:  toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
+		links:   map[string]*toxiproxy.Proxy{},
+		patient: map[string]*forwarder{},
 	}
 }
 
@@ -266,19 +268,25 @@ func (n *Net) proxy(link string) (*toxiproxy.Proxy, error) {
 }
 
 // Close removes every toxic, which lets held data through and ends the toxics'
-// goroutines, then stops every link: its listener and connections close. It is
-// idempotent.
+// goroutines, then stops every link: its listener and connections close, and so do the
+// patient links' forwarders. It is idempotent.
 func (n *Net) Close() error {
 	n.mu.Lock()
-	links := n.links
-	n.links, n.closed = map[string]*toxiproxy.Proxy{}, true
+	links, patient := n.links, n.patient
+	n.links, n.patient, n.closed = map[string]*toxiproxy.Proxy{}, map[string]*forwarder{}, true
 	n.mu.Unlock()
 	ctx := quiet(context.Background())
 	for _, p := range links {
 		p.Toxics.ResetToxics(ctx)
 		p.Stop()
 	}
-	return nil
+	var errs []error
+	for upstream, f := range patient {
+		if err := f.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close the forwarder to %s: %w", upstream, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // quiet gives ctx a logger that discards, because Toxiproxy logs toxic removal through
