@@ -24,7 +24,7 @@ import (
 type Client struct {
 	Name        string   `json:"name"`
 	Command     []string `json:"command"`
-	Topology    string   `json:"topology"` // single, nodes or etcd; "": the hello's, else single
+	Topology    string   `json:"topology"` // single, nodes, etcd or zookeeper; "": the hello's, else single
 	Description string   `json:"description"`
 	// Place is where it was given (a flag, file:line: field), for errors.
 	Place string `json:"-"`

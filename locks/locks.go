@@ -9,7 +9,7 @@ import (
 // All is a fresh registry of every implementation locklab ships: the correct
 // single-instance locks, the mutants, then the multi-node, renewing, third-party and
 // subprocess locks, then the renewing locks out of process, then etcd (the consensus
-// baseline) in and out of process.
+// baseline) in and out of process, then ZooKeeper's lock recipe in and out of process.
 func All() *lockimpl.Registry {
 	r := lockimpl.NewRegistry()
 	var all []lockimpl.Impl
@@ -32,10 +32,11 @@ func All() *lockimpl.Registry {
 			panic(err) // a programming error in the lists
 		}
 	}
-	// The consensus baseline last, in process and out of process (its session renews
-	// the lease in the background, which only a stop-the-world pause freezes).
-	etcd := libs.Etcd()
-	for _, impl := range []lockimpl.Impl{etcd, subprocess.OutOfProcess(etcd)} {
+	// The consensus locks last, in process and out of process (their sessions renew in
+	// the background, which only a stop-the-world pause freezes): etcd's, the baseline,
+	// then ZooKeeper's.
+	etcd, zookeeper := libs.Etcd(), libs.ZooKeeper()
+	for _, impl := range []lockimpl.Impl{etcd, subprocess.OutOfProcess(etcd), zookeeper, subprocess.OutOfProcess(zookeeper)} {
 		if err := r.Register(impl); err != nil {
 			panic(err) // a programming error in the lists
 		}

@@ -39,6 +39,8 @@ func TestAll(t *testing.T) {
 		{"rueidislock-process", "", "single", false, false},
 		{"etcd", "", "etcd", true, false},
 		{"etcd-process", "", "etcd", true, false},
+		{"zookeeper", "", "zookeeper", true, false},
+		{"zookeeper-process", "", "zookeeper", true, false},
 	}
 	got := locks.All().List()
 	if len(got) != len(want) {
@@ -64,8 +66,8 @@ func TestAll(t *testing.T) {
 func TestConfigNeedsOneAddress(t *testing.T) {
 	for _, impl := range locks.All().List() {
 		cases := [][]string{nil, {"127.0.0.1:1", "127.0.0.1:2"}}
-		if impl.Topology == "nodes" || impl.Topology == "etcd" {
-			cases = cases[:1] // N nodes (independent, or etcd members): any N ≥ 1
+		if impl.Topology == "nodes" || impl.Topology == "etcd" || impl.Topology == "zookeeper" {
+			cases = cases[:1] // N nodes (independent, or etcd or ZooKeeper members): any N ≥ 1
 		}
 		for _, addrs := range cases {
 			if l, err := impl.New(lockimpl.Config{Addrs: addrs}); err == nil {

@@ -20,7 +20,7 @@ const (
 func addImplFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringArray(flagImplCmd, nil, "register a lock client of the subprocess protocol: NAME=COMMAND (repeatable; its hello says whether it fences and extends)")
-	f.String(flagLocks, "", `JSON file of lock clients to register: {"locks": [{"name": ..., "command": [...], "topology": "single"|"nodes"|"etcd", "description": ...}]}`)
+	f.String(flagLocks, "", `JSON file of lock clients to register: {"locks": [{"name": ..., "command": [...], "topology": "single"|"nodes"|"etcd"|"zookeeper", "description": ...}]}`)
 }
 
 // registryFor is every shipped implementation, the clients of --impl-cmd and --locks

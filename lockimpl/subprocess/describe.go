@@ -60,11 +60,12 @@ func Describe(ctx context.Context, argv []string, topology string, cfg lockimpl.
 }
 
 // SubprocessOn is Subprocess on a topology: "single" (one server, or the primary through
-// Sentinel), "nodes" (N independent servers, every address given) or "etcd" (the members
-// of an etcd cluster, every address given).
+// Sentinel), "nodes" (N independent servers, every address given), "etcd" (the members
+// of an etcd cluster, every address given) or "zookeeper" (the members of a ZooKeeper
+// ensemble, every address given).
 func SubprocessOn(topology, name, description string, argv []string, fencing bool) (lockimpl.Impl, error) {
-	if topology != topologySingle && topology != topologyNodes && topology != topologyEtcd {
-		return lockimpl.Impl{}, fmt.Errorf("topology %q: a subprocess client runs on %s, %s or %s", topology, topologySingle, topologyNodes, topologyEtcd)
+	if topology != topologySingle && !everyAddress(topology) {
+		return lockimpl.Impl{}, fmt.Errorf("topology %q: a subprocess client runs on %s, %s, %s or %s", topology, topologySingle, topologyNodes, topologyEtcd, topologyZooKeeper)
 	}
 	argv = append([]string(nil), argv...)
 	return subprocessOn(topology, name, description, fencing, func() ([]string, error) {

@@ -119,7 +119,15 @@ const (
 	topologySingle = "single" // one server (or the primary through Sentinel): exactly one address
 	topologyNodes  = "nodes"  // N independent servers (Redlock): every address, no Sentinels
 	topologyEtcd   = "etcd"   // the members of an etcd cluster: every address
+	// The members of a ZooKeeper ensemble: every address (cluster's ZooKeeper kind).
+	topologyZooKeeper = "zookeeper"
 )
+
+// everyAddress reports whether a client of topology takes every address of Config.Addrs
+// (N nodes, or the members of a consensus cluster) rather than exactly one.
+func everyAddress(topology string) bool {
+	return topology == topologyNodes || topology == topologyEtcd || topology == topologyZooKeeper
+}
 
 // subprocessOn is subprocessImpl on topology.
 func subprocessOn(topology, name, description string, fencing bool, command func() ([]string, error), env ...string) lockimpl.Impl {
@@ -266,11 +274,11 @@ func subprocessEnv(cfg lockimpl.Config, topology string) ([]string, error) {
 	case cfg.Cluster && len(cfg.Addrs) == 0:
 		return nil, errors.New("a Redis Cluster lock needs the address of at least one node")
 	case cfg.Cluster:
-	case (topology == topologyNodes || topology == topologyEtcd) && len(cfg.Addrs) == 0:
+	case everyAddress(topology) && len(cfg.Addrs) == 0:
 		return nil, errors.New("needs at least one node address")
-	case (topology == topologyNodes || topology == topologyEtcd) && len(cfg.Sentinels) > 0:
+	case everyAddress(topology) && len(cfg.Sentinels) > 0:
 		return nil, errors.New("a lock over N nodes does not follow a primary through Sentinels")
-	case topology == topologyNodes || topology == topologyEtcd:
+	case everyAddress(topology):
 	case len(cfg.Sentinels) == 0:
 		if _, err := cfg.SingleAddr(); err != nil {
 			return nil, err
