@@ -2,6 +2,7 @@ package locks
 
 import (
 	"github.com/locklab/locklab/lockimpl"
+	"github.com/locklab/locklab/lockimpl/consensus"
 	"github.com/locklab/locklab/lockimpl/libs"
 	"github.com/locklab/locklab/lockimpl/subprocess"
 )
@@ -35,7 +36,7 @@ func All() *lockimpl.Registry {
 	// The consensus locks last, in process and out of process (their sessions renew in
 	// the background, which only a stop-the-world pause freezes): etcd's, the baseline,
 	// then ZooKeeper's.
-	etcd, zookeeper := libs.Etcd(), libs.ZooKeeper()
+	etcd, zookeeper := consensus.Etcd(), consensus.ZooKeeper()
 	for _, impl := range []lockimpl.Impl{etcd, subprocess.OutOfProcess(etcd), zookeeper, subprocess.OutOfProcess(zookeeper)} {
 		if err := r.Register(impl); err != nil {
 			panic(err) // a programming error in the lists

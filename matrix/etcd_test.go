@@ -58,7 +58,7 @@ func TestEtcdRow(t *testing.T) {
 	}
 	// P6 may break too: the holder's Unlock after its lease expired in the pause deletes
 	// its own key by name, which the server had deleted already, and answers nil (the
-	// library cannot tell its caller that the lease was lost: lockimpl/libs/etcd.go's
+	// library cannot tell its caller that the lease was lost: lockimpl/consensus/etcd.go's
 	// table), unless its session noticed the lost lease first.
 	for fencing, want := range map[string]string{"off": "P1 1/1 · P2 1/1", "full": "P1 1/1"} {
 		if got := strings.TrimSuffix(cell("stop-the-world", fencing).Summary(), " · P6 1/1"); got != want {

@@ -76,7 +76,7 @@ func TestRedislockRetry(t *testing.T) {
 			t.Errorf("options %s: acquire of a lock freed after 150 ms: %v, want success %v", c.opts, err, c.acquires)
 		}
 		if !c.acquires {
-			tpWantRefused(t, "acquire without retries", err, lockimpl.ErrNotAcquired)
+			locktest.WantRefused(t, "acquire without retries", err, lockimpl.ErrNotAcquired)
 		}
 		rc.Del(ctx, "k")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -47,40 +46,6 @@ func tpRawClient(t *testing.T, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true})
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// tpDeadAddr is a loopback address nothing listens on: connections are refused.
-func tpDeadAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-// tpCrashAtGrant is a Step hook that crashes the client right after the grant.
-func tpCrashAtGrant(_ context.Context, step string) error {
-	if step == lockimpl.StepGranted {
-		return fmt.Errorf("at %s: %w", step, lockimpl.ErrCrashed)
-	}
-	return nil
-}
-
-func tpWantRefused(t *testing.T, what string, err, kind error) {
-	t.Helper()
-	if !errors.Is(err, kind) || lockimpl.Classify(err) != histories.Fail {
-		t.Fatalf("%s: %v (%s); want %v, fail", what, err, lockimpl.Classify(err), kind)
-	}
-}
-
-func tpWantUnknown(t *testing.T, what string, err error) {
-	t.Helper()
-	if err == nil || lockimpl.Classify(err) != histories.Unknown {
-		t.Fatalf("%s: %v (%s); want an unknown outcome", what, err, lockimpl.Classify(err))
-	}
 }
 
 func TestThirdPartyRegistered(t *testing.T) {
@@ -156,7 +121,7 @@ func TestRedsyncAcquireRelease(t *testing.T) {
 		}
 	}
 	_, err = b.Acquire(ctx, "k", ttl)
-	tpWantRefused(t, "contending Acquire", err, lockimpl.ErrNotAcquired)
+	locktest.WantRefused(t, "contending Acquire", err, lockimpl.ErrNotAcquired)
 	if err := a.Release(ctx, lease); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -165,7 +130,7 @@ func TestRedsyncAcquireRelease(t *testing.T) {
 			t.Fatalf("node %d still holds %q after Release", i, v)
 		}
 	}
-	tpWantRefused(t, "second Release", a.Release(ctx, lease), lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "second Release", a.Release(ctx, lease), lockimpl.ErrNotHeld)
 	if _, err := b.Acquire(ctx, "k", ttl); err != nil {
 		t.Fatalf("Acquire after Release: %v", err)
 	}
@@ -188,9 +153,9 @@ func TestRedsyncStaleLeaseCannotHarmNewHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpWantRefused(t, "Release of a stale lease", a.Release(ctx, stale), lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "Release of a stale lease", a.Release(ctx, stale), lockimpl.ErrNotHeld)
 	_, err = a.Extend(ctx, stale, time.Hour)
-	tpWantRefused(t, "Extend of a stale lease", err, lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "Extend of a stale lease", err, lockimpl.ErrNotHeld)
 	for i, v := range tpOnNodes(ctx, raws, "k") {
 		if v != fresh.Token {
 			t.Fatalf("node %d holds %q, want the new holder's token", i, v)
@@ -226,7 +191,7 @@ func TestRedsyncExtend(t *testing.T) {
 		t.Fatalf("Release of the extended lease: %v", err)
 	}
 	_, err = l.Extend(ctx, ext, time.Hour)
-	tpWantRefused(t, "Extend after Release", err, lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "Extend after Release", err, lockimpl.ErrNotHeld)
 }
 
 func TestRedsyncDeadlineIsTheLibrarysValidity(t *testing.T) {
@@ -273,7 +238,7 @@ func TestRedsyncQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = a.Acquire(ctx, "k", 10*time.Second)
-	tpWantUnknown(t, "Acquire with two nodes down", err)
+	locktest.WantUnknown(t, "Acquire with two nodes down", err)
 	// The one live node granted, and redsync deleted it again as there was no quorum.
 	if v := raws[0].Get(ctx, "k").Val(); v != "" {
 		t.Fatalf("node 0 holds %q after a failed acquire", v)
@@ -281,19 +246,19 @@ func TestRedsyncQuorum(t *testing.T) {
 }
 
 func TestRedsyncConnectionRefused(t *testing.T) {
-	l := thirdParty(t, "redsync", lockimpl.Config{Addrs: []string{tpDeadAddr(t), tpDeadAddr(t), tpDeadAddr(t)}, Timeout: time.Second})
+	l := thirdParty(t, "redsync", lockimpl.Config{Addrs: []string{locktest.DeadAddr(t), locktest.DeadAddr(t), locktest.DeadAddr(t)}, Timeout: time.Second})
 	ctx := clustertest.Context(t)
 	_, err := l.Acquire(ctx, "k", time.Second)
-	tpWantUnknown(t, "Acquire with every node refusing connections", err)
+	locktest.WantUnknown(t, "Acquire with every node refusing connections", err)
 	lease := lockimpl.Lease{Key: "k", Token: "t"}
-	tpWantUnknown(t, "Release with every node refusing connections", l.Release(ctx, lease))
+	locktest.WantUnknown(t, "Release with every node refusing connections", l.Release(ctx, lease))
 	_, err = l.Extend(ctx, lease, time.Second)
-	tpWantUnknown(t, "Extend with every node refusing connections", err)
+	locktest.WantUnknown(t, "Extend with every node refusing connections", err)
 }
 
 func TestRedsyncCrashAfterGrant(t *testing.T) {
 	_, addrs, raws := redsyncNodes(t)
-	l := thirdParty(t, "redsync", lockimpl.Config{Addrs: addrs, Step: tpCrashAtGrant})
+	l := thirdParty(t, "redsync", lockimpl.Config{Addrs: addrs, Step: locktest.CrashAtGrant})
 	ctx := clustertest.Context(t)
 	_, err := l.Acquire(ctx, "k", time.Minute)
 	if !errors.Is(err, lockimpl.ErrCrashed) || lockimpl.Classify(err) != histories.Unknown {
@@ -323,7 +288,7 @@ func TestBSMRedislockStaleLeaseCannotHarmNewHolder(t *testing.T) {
 	}
 	// The stale lease is still live in a's adapter: these reach the library's scripts.
 	_, err = a.Extend(ctx, stale, time.Hour)
-	tpWantRefused(t, "Extend of a stale lease", err, lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "Extend of a stale lease", err, lockimpl.ErrNotHeld)
 	stale2, err := a.Acquire(ctx, "k2", 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +298,7 @@ func TestBSMRedislockStaleLeaseCannotHarmNewHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpWantRefused(t, "Release of a stale lease", a.Release(ctx, stale2), lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "Release of a stale lease", a.Release(ctx, stale2), lockimpl.ErrNotHeld)
 	for key, token := range map[string]string{"k": fresh.Token, "k2": fresh2.Token} {
 		if got := rc.Get(ctx, key).Val(); got != token {
 			t.Fatalf("server holds %q under %s, want the new holder's token", got, key)
@@ -366,17 +331,17 @@ func TestBSMRedislockExtend(t *testing.T) {
 		t.Fatalf("Release of the extended lease: %v", err)
 	}
 	_, err = l.Extend(ctx, ext, time.Hour)
-	tpWantRefused(t, "Extend after Release", err, lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "Extend after Release", err, lockimpl.ErrNotHeld)
 }
 
 func TestBSMRedislockServerKilled(t *testing.T) {
 	l, lease := locktest.HeldOnKilledServer(t, get(t, "redislock"), time.Second, time.Minute)
 	ctx := clustertest.Context(t)
 	_, err := l.Extend(ctx, lease, time.Minute)
-	tpWantUnknown(t, "Extend on a killed server", err)
-	tpWantUnknown(t, "Release on a killed server", l.Release(ctx, lease))
+	locktest.WantUnknown(t, "Extend on a killed server", err)
+	locktest.WantUnknown(t, "Release on a killed server", l.Release(ctx, lease))
 	_, err = l.Acquire(ctx, "k2", time.Minute)
-	tpWantUnknown(t, "Acquire on a killed server", err)
+	locktest.WantUnknown(t, "Acquire on a killed server", err)
 }
 
 // --- rueidislock ---------------------------------------------------------------------
@@ -421,7 +386,7 @@ func TestRueidislockAcquireRelease(t *testing.T) {
 		t.Fatal("Current: not held right after Acquire")
 	}
 	_, err = b.Acquire(ctx, "k", ttl)
-	tpWantRefused(t, "contending Acquire", err, lockimpl.ErrNotAcquired)
+	locktest.WantRefused(t, "contending Acquire", err, lockimpl.ErrNotAcquired)
 	if err := a.Release(ctx, lease); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -431,7 +396,7 @@ func TestRueidislockAcquireRelease(t *testing.T) {
 	if _, held := a.(lockimpl.Renewer).Current(lease); held {
 		t.Fatal("Current: held after Release")
 	}
-	tpWantRefused(t, "second Release", a.Release(ctx, lease), lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "second Release", a.Release(ctx, lease), lockimpl.ErrNotHeld)
 	if _, err := b.Acquire(ctx, "k", ttl); err != nil {
 		t.Fatalf("Acquire after Release: %v", err)
 	}
@@ -499,7 +464,7 @@ func TestRueidislockLostWhenKeysDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire after the keys were deleted: %v", err)
 	}
-	tpWantRefused(t, "Release of a lost lease", a.Release(ctx, lease), lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "Release of a lost lease", a.Release(ctx, lease), lockimpl.ErrNotHeld)
 	if _, err := a.Extend(ctx, lease, time.Hour); !errors.Is(err, lockimpl.ErrUnsupported) {
 		t.Fatalf("Extend: %v; want ErrUnsupported", err)
 	}
@@ -519,12 +484,12 @@ func TestRueidislockServerKilled(t *testing.T) {
 		return !held
 	})
 	_, err := l.Acquire(clustertest.Context(t), "k2", time.Second)
-	tpWantUnknown(t, "Acquire on a killed server", err)
+	locktest.WantUnknown(t, "Acquire on a killed server", err)
 }
 
 func TestRueidislockCrashAfterGrant(t *testing.T) {
 	addr, rc := locktest.Server(t)
-	a := locktest.Locker(t, get(t, "rueidislock"), addr, tpCrashAtGrant)
+	a := locktest.Locker(t, get(t, "rueidislock"), addr, locktest.CrashAtGrant)
 	b := locktest.Locker(t, get(t, "rueidislock"), addr, nil)
 	ctx := clustertest.Context(t)
 	const ttl = time.Second
@@ -534,7 +499,7 @@ func TestRueidislockCrashAfterGrant(t *testing.T) {
 	}
 	// The crash deletes nothing: the lock stays taken...
 	_, err = b.Acquire(ctx, "k", time.Minute)
-	tpWantRefused(t, "Acquire right after the crash", err, lockimpl.ErrNotAcquired)
+	locktest.WantRefused(t, "Acquire right after the crash", err, lockimpl.ErrNotAcquired)
 	// ...and is no longer renewed: it expires.
 	for _, k := range rueidisKeys("k") {
 		locktest.WaitGone(t, rc, k)
@@ -556,7 +521,7 @@ func TestRueidislockRunsOnReplicated(t *testing.T) {
 		t.Fatalf("%d keys on the primary, want a majority", n)
 	}
 	_, err = b.Acquire(ctx, "k", time.Minute)
-	tpWantRefused(t, "contending Acquire", err, lockimpl.ErrNotAcquired)
+	locktest.WantRefused(t, "contending Acquire", err, lockimpl.ErrNotAcquired)
 	if err := a.Release(ctx, lease); err != nil {
 		t.Fatal(err)
 	}

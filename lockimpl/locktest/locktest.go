@@ -2,6 +2,9 @@ package locktest
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
+	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/lockimpl"
 )
 
@@ -126,4 +130,40 @@ func (c *SteppedClock) Now() time.Time {
 	t := c.now
 	c.now = c.now.Add(c.step)
 	return t
+}
+
+// DeadAddr is a loopback address nothing listens on: connections are refused.
+func DeadAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// CrashAtGrant is a Step hook that crashes the client right after the grant.
+func CrashAtGrant(_ context.Context, step string) error {
+	if step == lockimpl.StepGranted {
+		return fmt.Errorf("at %s: %w", step, lockimpl.ErrCrashed)
+	}
+	return nil
+}
+
+// WantRefused fails t unless err is a definite refusal of kind.
+func WantRefused(t testing.TB, what string, err, kind error) {
+	t.Helper()
+	if !errors.Is(err, kind) || lockimpl.Classify(err) != histories.Fail {
+		t.Fatalf("%s: %v (%s); want %v, fail", what, err, lockimpl.Classify(err), kind)
+	}
+}
+
+// WantUnknown fails t unless err is an unknown outcome.
+func WantUnknown(t testing.TB, what string, err error) {
+	t.Helper()
+	if err == nil || lockimpl.Classify(err) != histories.Unknown {
+		t.Fatalf("%s: %v (%s); want an unknown outcome", what, err, lockimpl.Classify(err))
+	}
 }

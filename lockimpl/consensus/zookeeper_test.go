@@ -1,4 +1,4 @@
-package libs_test
+package consensus_test
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/cluster/netproxy"
 	"github.com/locklab/locklab/lockimpl"
-	"github.com/locklab/locklab/lockimpl/libs"
+	"github.com/locklab/locklab/lockimpl/consensus"
 	"github.com/locklab/locklab/lockimpl/locktest"
 )
 
@@ -191,7 +191,7 @@ func zkQueue(t *testing.T, c *zk.Conn, key string) []string {
 
 func zkLocker(t *testing.T, addr string, step lockimpl.StepFunc, timeout time.Duration) lockimpl.Locker {
 	t.Helper()
-	return locktest.New(t, libs.ZooKeeper(), lockimpl.Config{Addrs: []string{addr}, Step: step, Timeout: timeout})
+	return locktest.New(t, consensus.ZooKeeper(), lockimpl.Config{Addrs: []string{addr}, Step: step, Timeout: timeout})
 }
 
 // The lock excludes: a second client waits in the queue for its timeout and is refused,
@@ -224,7 +224,7 @@ func TestZooKeeperAcquireRelease(t *testing.T) {
 
 	start := time.Now()
 	_, err = b.Acquire(ctx, "k", ttl)
-	tpWantRefused(t, "second Acquire", err, lockimpl.ErrNotAcquired)
+	locktest.WantRefused(t, "second Acquire", err, lockimpl.ErrNotAcquired)
 	if took := time.Since(start); took < time.Second || took > 3*time.Second {
 		t.Errorf("the refused acquire took %s; want it to wait its timeout, 1 s", took)
 	}
@@ -272,7 +272,7 @@ func TestZooKeeperAcquireRelease(t *testing.T) {
 		t.Fatalf("queue %v; want the waiter's znode alone", queue)
 	}
 	err = a.Release(ctx, lease)
-	tpWantRefused(t, "second Release", err, lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "second Release", err, lockimpl.ErrNotHeld)
 	if err := c.Release(ctx, r.lease); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestZooKeeperCrashAfterGrant(t *testing.T) {
 	t.Parallel()
 	addr := zkServer(t)
 	insp := zkInspect(t, addr)
-	a := zkLocker(t, addr, tpCrashAtGrant, time.Second)
+	a := zkLocker(t, addr, locktest.CrashAtGrant, time.Second)
 	ctx := clustertest.Context(t)
 	const ttl = zkSteady
 	start := time.Now() // the server cannot hear from the holder before this
@@ -350,7 +350,7 @@ func TestZooKeeperCrashAfterGrant(t *testing.T) {
 		t.Fatalf("queue %v right after the crash; want the crashed holder's znode", queue)
 	}
 	_, err = zkLocker(t, addr, nil, 500*time.Millisecond).Acquire(ctx, "k", zkSteady)
-	tpWantRefused(t, "Acquire right after the crash", err, lockimpl.ErrNotAcquired)
+	locktest.WantRefused(t, "Acquire right after the crash", err, lockimpl.ErrNotAcquired)
 
 	b := zkLocker(t, addr, nil, 5*time.Second)
 	lease, err := b.Acquire(ctx, "k", zkSteady)
@@ -424,7 +424,7 @@ func TestZooKeeperExpiredSession(t *testing.T) {
 		return !held
 	})
 	err = a.Release(ctx, lease)
-	tpWantRefused(t, "Release after the session expired", err, lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "Release after the session expired", err, lockimpl.ErrNotHeld)
 	if err := b.Release(ctx, next); err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func TestZooKeeperContextAndClose(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err := b.Acquire(short, "k", ttl)
-	tpWantRefused(t, "Acquire with a 1 s context", err, lockimpl.ErrNotAcquired)
+	locktest.WantRefused(t, "Acquire with a 1 s context", err, lockimpl.ErrNotAcquired)
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("the acquire took %s; want it to end with its context, after 1 s, not its 10 s timeout", took)
 	}
@@ -476,10 +476,10 @@ func TestZooKeeperContextAndClose(t *testing.T) {
 // With no server to answer an acquire is unknown within its timeout, never a refusal.
 func TestZooKeeperNoServer(t *testing.T) {
 	t.Parallel()
-	l := zkLocker(t, tpDeadAddr(t), nil, time.Second)
+	l := zkLocker(t, locktest.DeadAddr(t), nil, time.Second)
 	start := time.Now()
 	_, err := l.Acquire(clustertest.Context(t), "k", time.Second)
-	tpWantUnknown(t, "Acquire with no server", err)
+	locktest.WantUnknown(t, "Acquire with no server", err)
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("the acquire took %s; want it to end within its timeout (1 s)", took)
 	}

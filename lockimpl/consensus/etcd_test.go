@@ -1,4 +1,4 @@
-package libs_test
+package consensus_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/locklab/locklab/cluster"
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/lockimpl"
-	"github.com/locklab/locklab/lockimpl/libs"
+	"github.com/locklab/locklab/lockimpl/consensus"
 	"github.com/locklab/locklab/lockimpl/locktest"
 )
 
@@ -31,7 +31,7 @@ func etcdMembers(t *testing.T, n int) ([]string, *clientv3.Client) {
 
 func etcdLocker(t *testing.T, addrs []string, step lockimpl.StepFunc) lockimpl.Locker {
 	t.Helper()
-	return locktest.New(t, libs.Etcd(), lockimpl.Config{Addrs: addrs, Step: step, Timeout: time.Second})
+	return locktest.New(t, consensus.Etcd(), lockimpl.Config{Addrs: addrs, Step: step, Timeout: time.Second})
 }
 
 // keys are the keys under the lock's prefix, oldest first.
@@ -64,7 +64,7 @@ func TestEtcdAcquireRelease(t *testing.T) {
 		t.Fatalf("keys %v; want one key %s created at revision %d", resp.Kvs, lease.Token, lease.Fence)
 	}
 	_, err = b.Acquire(ctx, "k", time.Second)
-	tpWantRefused(t, "second Acquire", err, lockimpl.ErrNotAcquired)
+	locktest.WantRefused(t, "second Acquire", err, lockimpl.ErrNotAcquired)
 	if resp := etcdKeys(t, cli, "k")[0]; len(resp.Kvs) != 1 {
 		t.Fatalf("the refused acquire left its key: %v", resp.Kvs)
 	}
@@ -77,7 +77,7 @@ func TestEtcdAcquireRelease(t *testing.T) {
 		t.Fatalf("Current after 1.5 s: %+v %v; want the lease renewed", cur, ok)
 	}
 	_, err = b.Acquire(ctx, "k", time.Second)
-	tpWantRefused(t, "Acquire while renewed", err, lockimpl.ErrNotAcquired)
+	locktest.WantRefused(t, "Acquire while renewed", err, lockimpl.ErrNotAcquired)
 	if err := a.Release(ctx, lease); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -104,7 +104,7 @@ func TestEtcdAcquireRelease(t *testing.T) {
 // which lease was granted (1 s for the 300 ms asked): the lock lives that long.
 func TestEtcdCrashAfterGrant(t *testing.T) {
 	addrs, _ := etcdMembers(t, 1)
-	a, b := etcdLocker(t, addrs, tpCrashAtGrant), etcdLocker(t, addrs, nil)
+	a, b := etcdLocker(t, addrs, locktest.CrashAtGrant), etcdLocker(t, addrs, nil)
 	ctx := clustertest.Context(t)
 	_, err := a.Acquire(ctx, "k", 300*time.Millisecond)
 	if !errors.Is(err, lockimpl.ErrCrashed) || lockimpl.GrantedOf(err) != time.Second {
@@ -112,7 +112,7 @@ func TestEtcdCrashAfterGrant(t *testing.T) {
 	}
 	a.(lockimpl.Crasher).Crash()
 	_, err = b.Acquire(ctx, "k", time.Second)
-	tpWantRefused(t, "Acquire right after the crash", err, lockimpl.ErrNotAcquired)
+	locktest.WantRefused(t, "Acquire right after the crash", err, lockimpl.ErrNotAcquired)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, err := b.Acquire(ctx, "k", time.Second)
@@ -151,12 +151,12 @@ func TestEtcdLostLease(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	err = a.Release(ctx, lease)
-	tpWantRefused(t, "Release of a lost lease", err, lockimpl.ErrNotHeld)
+	locktest.WantRefused(t, "Release of a lost lease", err, lockimpl.ErrNotHeld)
 }
 
 // With no member to answer an acquire is unknown within its timeout, never a refusal.
 func TestEtcdNoMember(t *testing.T) {
-	l := etcdLocker(t, []string{tpDeadAddr(t)}, nil)
+	l := etcdLocker(t, []string{locktest.DeadAddr(t)}, nil)
 	_, err := l.Acquire(clustertest.Context(t), "k", time.Second)
-	tpWantUnknown(t, "Acquire with no member", err)
+	locktest.WantUnknown(t, "Acquire with no member", err)
 }
