@@ -8,8 +8,8 @@ import (
 	"github.com/locklab/locklab/cluster/zookeeper"
 )
 
-// QuorumLink and ElectionLink name the link ZooKeeper member from dials member to's quorum
-// or election port by, "lock-1->lock-0:quorum" (zookeeper.Member.Config says why per pair).
+// QuorumLink and ElectionLink name the link member from dials member to's quorum or election
+// port by, "lock-1->lock-0:quorum" (Member.Config: why per pair); PeerLink(m) groups m's.
 func QuorumLink(from, to string) string   { return from + "->" + to + ":quorum" }
 func ElectionLink(from, to string) string { return from + "->" + to + ":election" }
 
@@ -19,10 +19,9 @@ func ZooKeeperRefuses(opts Options) (option string, err error) {
 	return consensusRefuses(opts, zookeeper.NoFaketime, zookeeper.Durable)
 }
 
-// startZooKeeper starts a ZooKeeper ensemble of n members named lock-0 … lock-N-1 as the
-// lock service, each member dialing its peers through links of its own (QuorumLink,
-// ElectionLink), and makes lock-0 the leader, so that a scenario's fault on lock-0
-// strikes the leader. Clients dial the members' own client ports (LockAddrs).
+// startZooKeeper starts a ZooKeeper ensemble of n members lock-0 … lock-N-1, each dialing
+// its peers through links of its own (QuorumLink, ElectionLink), and makes lock-0 the
+// leader, the target of a scenario's faults. Clients dial the members' client ports.
 func (c *Cluster) startZooKeeper(ctx context.Context, b Backend, n int, opts Options) error {
 	zb, ok := b.(consensusBackend)
 	if !ok {
@@ -33,6 +32,7 @@ func (c *Cluster) startZooKeeper(ctx context.Context, b Backend, n int, opts Opt
 	}
 	err := c.startOnFreshPorts(ctx, func() ([]Node, error) {
 		members, err := zookeeper.NewMembers(n, FreePort, zookeeper.PeerPort, func(from, to zookeeper.Member) (p zookeeper.Peer, err error) {
+			c.Net.Group(PeerLink(from.Name), QuorumLink(from.Name, "*"), ElectionLink(from.Name, "*"), QuorumLink("*", from.Name), ElectionLink("*", from.Name))
 			if p.Quorum, err = c.relink(QuorumLink(from.Name, to.Name), to.QuorumAddr(), zookeeper.LeaderPatience); err == nil {
 				p.Election, err = c.relink(ElectionLink(from.Name, to.Name), to.ElectionAddr(), 0)
 			}

@@ -33,6 +33,7 @@ type Net struct {
 	mu      sync.Mutex
 	links   map[string]*toxiproxy.Proxy
 	patient map[string]*forwarder // by upstream: what patient links lead to (PatientLink)
+	groups  map[string][]string   // name → link globs (Group)
 	seq     int                   // numbers toxics, so that two faults on one link never clash by name
 	closed  bool
 }
@@ -45,7 +46,21 @@ func NewNet() *Net {
 		server:  toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
 		links:   map[string]*toxiproxy.Proxy{},
 		patient: map[string]*forwarder{},
+		groups:  map[string][]string{},
 	}
+}
+
+// Group names the links that match any of globs, so that a fault can name them as one:
+// "peers->lock-0" for every link that carries a ZooKeeper member's traffic with its
+// peers, which are a link per pair of members (etcd's is one link of that name). A
+// group's name must not be a link's. A nil Net, which has no links, has no groups.
+func (n *Net) Group(name string, globs ...string) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.groups[name] = globs
 }
 
 // errNetClosed is what a closed Net answers.
@@ -98,14 +113,24 @@ func (n *Net) Remove(name string) {
 func (n *Net) Links() []string { return n.Match("*") }
 
 // Match lists the names of the links that match the glob pattern (path.Match syntax:
-// "client:*->lock-0", "redis-0->*"), sorted. A malformed pattern matches nothing.
+// "client:*->lock-0", "redis-0->*"), or belong to a group whose name it matches (Group),
+// sorted, each once. A malformed pattern matches nothing.
 func (n *Net) Match(pattern string) []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	globs := []string{pattern}
+	for name, g := range n.groups {
+		if ok, _ := path.Match(pattern, name); ok {
+			globs = append(globs, g...)
+		}
+	}
 	var names []string
 	for name := range n.links {
-		if ok, _ := path.Match(pattern, name); ok {
-			names = append(names, name)
+		for _, glob := range globs {
+			if ok, _ := path.Match(glob, name); ok {
+				names = append(names, name)
+				break
+			}
 		}
 	}
 	sort.Strings(names)

@@ -38,17 +38,24 @@ func TestLinkIsOnePerNameAndRefusesAnotherUpstream(t *testing.T) {
 			t.Errorf("Link(%q) accepted", bad)
 		}
 	}
-	for _, name := range []string{"client:1->lock-0", "client:0->store", "redis-0->redis-1"} {
+	for _, name := range []string{"client:1->lock-0", "client:0->store", "redis-0->redis-1", "lock-1->lock-0:quorum", "lock-0->lock-1:election"} {
 		if _, err := n.Link(name, "127.0.0.1:1"); err != nil {
 			t.Fatal(err)
 		}
 	}
+	n.Group("peers->lock-0", "lock-0->*:*", "*->lock-0:*")
+	n.Group("peers->lock-1", "lock-1->*:*", "*->lock-1:*")
+	n.Group("peers->lock-2", "lock-2->*:*", "*->lock-2:*")
 	for pattern, want := range map[string][]string{
 		"client:*->lock-0": {"client:0->lock-0", "client:1->lock-0"},
 		"client:0->*":      {"client:0->lock-0", "client:0->store"},
 		"redis-0->*":       {"redis-0->redis-1"},
 		"nothing":          nil,
 		"[":                nil, // malformed
+		"peers->lock-0":    {"lock-0->lock-1:election", "lock-1->lock-0:quorum"},
+		"peers->*":         {"lock-0->lock-1:election", "lock-1->lock-0:quorum"},
+		"peers->lock-1":    {"lock-0->lock-1:election", "lock-1->lock-0:quorum"},
+		"peers->lock-2":    nil,
 	} {
 		if got := n.Match(pattern); !slices.Equal(got, want) {
 			t.Errorf("Match(%q) = %q, want %q", pattern, got, want)
