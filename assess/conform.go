@@ -169,7 +169,7 @@ func conformTopology(impl lockimpl.Impl) (cluster.Topology, error) {
 	switch impl.Topology {
 	case cluster.Single:
 		return cluster.Topology{Kind: cluster.Single}, nil
-	case cluster.Nodes, cluster.Etcd:
+	case cluster.Nodes, cluster.Etcd, cluster.ZooKeeper:
 		return cluster.Topology{Kind: impl.Topology, Nodes: 3}, nil
 	}
 	return cluster.Topology{}, fmt.Errorf("%s runs on topology %q, which the conformance checks do not start", impl.Name, impl.Topology)

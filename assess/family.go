@@ -24,7 +24,7 @@ const (
 	KindRenewing Kind = "renewing"
 	// KindRedlock: a lease granted by a majority of independent servers.
 	KindRedlock Kind = "redlock"
-	// KindConsensus: a lease on a consensus store (etcd), granted by a replicated log.
+	// KindConsensus: a lease on a consensus store (etcd, ZooKeeper), granted by a replicated log.
 	KindConsensus Kind = "consensus"
 )
 
@@ -57,13 +57,13 @@ func (f Family) String() string {
 }
 
 // FamilyOf is the family of impl from what its registration says: its topology (nodes:
-// Redlock, etcd: consensus), whether it renews by itself, whether it fences. A client
+// Redlock, etcd or zookeeper: consensus), whether it renews by itself, whether it fences. A client
 // registered from its command says only whether it fences and extends in its hello; a
 // renewing one is named by the caller (assess --kind).
 func FamilyOf(impl lockimpl.Impl) Family {
 	f := Family{Kind: KindLease, Fences: impl.Fencing}
 	switch {
-	case impl.Topology == cluster.Etcd:
+	case cluster.Consensus(impl.Topology):
 		f.Kind = KindConsensus
 	case impl.Topology == cluster.Nodes:
 		f.Kind = KindRedlock

@@ -26,6 +26,8 @@ func TestFamilies(t *testing.T) {
 		{"redsync", Family{KindRedlock, false}, "redlock"},
 		{"etcd", Family{KindConsensus, true}, "etcd"},
 		{"etcd-process", Family{KindConsensus, true}, "etcd"},
+		{"zookeeper", Family{KindConsensus, true}, "etcd"},
+		{"zookeeper-process", Family{KindConsensus, true}, "etcd"},
 	} {
 		impl, err := reg.Get(c.impl)
 		if err != nil {

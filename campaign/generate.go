@@ -67,7 +67,7 @@ const minCalmTTL = 200 * time.Millisecond
 
 // topologyKinds are the topology kinds a space may draw, in the order a shrink prefers.
 func topologyKinds() []string {
-	return []string{cluster.Single, cluster.Replicated, cluster.Nodes, cluster.Etcd, cluster.RedisCluster}
+	return []string{cluster.Single, cluster.Replicated, cluster.Nodes, cluster.Etcd, cluster.RedisCluster, cluster.ZooKeeper}
 }
 
 // fencingModes are the store's fencing modes, in the order a shrink prefers (off first).
@@ -209,9 +209,9 @@ func (s Space) resolve(reg *lockimpl.Registry) (space, error) {
 			continue
 		}
 		for _, topo := range topologyKinds() {
-			if !impl.RunsOn(topo) || (topo == cluster.Etcd && s.Backend == plan.BackendDocker) || (s.Wait && topo != cluster.Replicated && topo != cluster.RedisCluster) ||
+			if !impl.RunsOn(topo) || (cluster.Consensus(topo) && s.Backend == plan.BackendDocker) || (s.Wait && topo != cluster.Replicated && topo != cluster.RedisCluster) ||
 				(len(s.Topologies) > 0 && !slices.Contains(s.Topologies, topo)) {
-				continue // etcd members run as local processes only
+				continue // etcd and ZooKeeper members run as local processes only
 			}
 			tc := topoChoice{kind: topo}
 			for _, k := range kinds {
@@ -305,7 +305,7 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 		topo.Nodes = rapid.IntRange(3, 5).Draw(t, "nodes")
 	case cluster.Replicated:
 		topo.Nodes = 3
-	case cluster.Etcd:
+	case cluster.Etcd, cluster.ZooKeeper:
 		topo.Nodes = rapid.SampledFrom([]int{1, 3}).Draw(t, "members")
 	case cluster.RedisCluster:
 		topo.Nodes, topo.Replicas = 6, 1 // three primaries, a replica each
@@ -353,7 +353,7 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 		// effect meets other clients' critical sections rather than the end of the run.
 		run = max(run, min(maxRun, f.At.D()+f.Duration.D()+2*ttl))
 		switch {
-		case f.Kind == "server-crash" && f.Target != "store" && p.Persistence == "" && topo.Kind != cluster.Etcd:
+		case f.Kind == "server-crash" && f.Target != "store" && p.Persistence == "" && !cluster.Consensus(topo.Kind):
 			p.Persistence = rapid.SampledFrom([]string{string(cluster.PersistNone), string(cluster.PersistAOFEverysec), string(cluster.PersistAOFAlways)}).Draw(t, "persistence")
 		case f.Kind == "server-clock" && f.Mode == faults.ClockModeFaketime:
 			p.ServerClock = cluster.ClockFaketime
@@ -649,7 +649,7 @@ func (e faultEnv) linkTarget(t *rapid.T) string {
 		if e.backend != plan.BackendDocker { // where replication takes no link
 			shapes = append(shapes, "replication")
 		}
-	case cluster.Etcd:
+	case cluster.Etcd, cluster.ZooKeeper:
 		if e.topo.Nodes > 1 {
 			shapes = append(shapes, "peer")
 		}

@@ -59,9 +59,9 @@ func TestGeneratedPlansAreValid(t *testing.T) {
 			if _, to, ok := strings.Cut(f.Target, "->"); ok && to != "*" && !slices.Contains(nodes, to) {
 				t.Fatalf("draw %d: link %s on %s", i, f.Target, p.Topology)
 			}
-			// An etcd member's peer link (cluster.PeerLink) starts at its peers.
+			// A consensus member's peer links (cluster.PeerLink) start at its peers.
 			if from, _, ok := strings.Cut(f.Target, "->"); ok && !strings.HasPrefix(from, "client:") && !slices.Contains(nodes, from) &&
-				(from != "peers" || topo.Kind != cluster.Etcd) {
+				(from != "peers" || !cluster.Consensus(topo.Kind)) {
 				t.Fatalf("draw %d: link %s on %s", i, f.Target, p.Topology)
 			}
 			if f.Kind == "failover" && topo.Kind != cluster.Replicated && topo.Kind != cluster.RedisCluster {

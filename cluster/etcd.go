@@ -163,8 +163,8 @@ func KindOf(n Node) string {
 	return "redis"
 }
 
-// IsEtcd reports whether n is an etcd member.
-func IsEtcd(n Node) bool { return KindOf(n) == "etcd" }
+// Consensus reports whether kind, a topology's or a server's (KindOf), is a consensus service.
+func Consensus(kind string) bool { return kind == Etcd || kind == ZooKeeper }
 
 // Ping checks that n serves: a Redis PING, an etcd member's health, or a ZooKeeper
 // member's srvr.

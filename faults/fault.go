@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/cluster"
+	"github.com/locklab/locklab/cluster/zookeeper"
 	"github.com/locklab/locklab/faults/failover"
 	"github.com/locklab/locklab/faults/gates"
 	"github.com/locklab/locklab/faults/spec"
@@ -127,8 +128,9 @@ func kindOf(s Spec) (KindInfo, error) {
 // OnTopology says why a fault of kind cannot strike topology t (nil when it can), for
 // what a plan can tell before any server starts. An etcd cluster has no wall clock
 // locklab can move (its members are Go programs, which read the clock without libc, and
-// etcd times leases on the monotonic clock, which no wall-clock jump moves) and no
-// Redis replication to fail over (it elects its own leader).
+// etcd times leases on the monotonic clock, which no wall-clock jump moves), a ZooKeeper
+// ensemble none that counts (it times sessions on the monotonic clock), and neither has
+// Redis replication to fail over (each elects its own leader).
 func OnTopology(kind string, t cluster.Topology) error {
 	switch {
 	case kind == failover.Name:
@@ -138,6 +140,8 @@ func OnTopology(kind string, t cluster.Topology) error {
 	case kind == "server-clock" && t.Kind == cluster.Etcd:
 		return fmt.Errorf("fault %s cannot strike an etcd member: etcd is a Go program, which reads the clock without libc, so libfaketime cannot move it; "+
 			"and etcd times leases on the monotonic clock, which a wall-clock jump (what NTP does) does not move", kind)
+	case kind == "server-clock" && t.Kind == cluster.ZooKeeper:
+		return fmt.Errorf("fault %s cannot strike a ZooKeeper member: %s", kind, zookeeper.NoFaketime)
 	}
 	return nil
 }

@@ -359,11 +359,12 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 	if err := CheckBackend(p.Backend); err != nil {
 		return nil, bad("backend", "%v", err)
 	}
-	if r.Topology.Kind == cluster.Etcd && p.Backend == BackendDocker {
-		return nil, bad("backend", "etcd members run as local processes only; use backend %s for topology %s", BackendProcess, r.Topology)
+	if cluster.Consensus(r.Topology.Kind) && p.Backend == BackendDocker {
+		return nil, bad("backend", "%s members run as local processes only; use backend %s for topology %s", r.Topology.Kind, BackendProcess, r.Topology)
 	}
-	if r.Topology.Kind == cluster.Etcd {
-		if field, err := cluster.EtcdRefuses(cluster.Options{Persistence: r.Persistence, ServerClock: p.ServerClock}); err != nil {
+	refuses := map[string]func(cluster.Options) (string, error){cluster.Etcd: cluster.EtcdRefuses, cluster.ZooKeeper: cluster.ZooKeeperRefuses}
+	if f := refuses[r.Topology.Kind]; f != nil {
+		if field, err := f(cluster.Options{Persistence: r.Persistence, ServerClock: p.ServerClock}); err != nil {
 			return nil, bad(field, "%v", err)
 		}
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/locklab/locklab/lockimpl"
 )
 
-// EtcdMembers is the size of the etcd cluster on which an etcd implementation plays a
-// plan written for Redis: the smallest that survives the loss of a member.
-const EtcdMembers = 3
+// ConsensusMembers is the size of the etcd cluster or ZooKeeper ensemble on which a consensus
+// lock plays a plan written for Redis: the smallest that survives the loss of a member.
+const ConsensusMembers = 3
 
 // DefaultNodes is how many servers a lock for independent nodes ("nodes") plays a
 // single-server plan on when nobody says: Redlock's usual N.
@@ -58,8 +58,9 @@ func (e *TopologyMismatchError) Error() string {
 // ForImpl is p on a topology impl runs on, the one way the matrix and `locklab run`
 // choose it. A plan impl runs on as it is comes back unchanged, with a nil move. A lock
 // for independent nodes plays a single-server plan on nodes servers (nodes < 1:
-// DefaultNodes); an etcd lock plays a plan for one server or for independent ones on an
-// EtcdMembers-member cluster, without the Redis-only persistence and server clock. Any
+// DefaultNodes); a consensus lock (etcd, ZooKeeper) plays a plan for one server or for
+// independent ones on an ConsensusMembers-member cluster of its kind, without the Redis-only
+// persistence and server clock. Any
 // other mismatch (a replicated plan for etcd or Redlock, a single-server plan for a lock
 // that needs replicas) is a *TopologyMismatchError: no mapping keeps its story.
 // ForImpl does not set p.Impl; an unreadable topology is Validate's to report.
@@ -81,16 +82,20 @@ func (p Plan) ForImpl(impl lockimpl.Impl, nodes int) (Plan, *TopologyMove, error
 		if len(targets) > 0 {
 			move.Effects = append(move.Effects, fmt.Sprintf("its faults on %s hit one node of %d", strings.Join(targets, ", "), nodes))
 		}
-	case impl.Topology == cluster.Etcd && topo.Kind != cluster.Replicated && topo.Kind != cluster.RedisCluster:
+	case cluster.Consensus(impl.Topology) && topo.Kind != cluster.Replicated && topo.Kind != cluster.RedisCluster:
 		// A lock service of one server or of N independent ones becomes the etcd cluster
-		// people deploy; lock-0 leads when a run starts, so a fault on lock-0 strikes the
-		// leader, and the rest of the cluster carries on.
-		move.To = cluster.Topology{Kind: cluster.Etcd, Nodes: EtcdMembers}
+		// or ZooKeeper ensemble people deploy; lock-0 leads when a run starts, so a fault
+		// on lock-0 strikes the leader, and the rest carries on. One consensus service
+		// becomes the other of as many members.
+		move.To = cluster.Topology{Kind: impl.Topology, Nodes: ConsensusMembers}
+		if cluster.Consensus(topo.Kind) {
+			move.To.Nodes = topo.Nodes
+		}
 		if len(targets) > 0 {
 			move.Effects = append(move.Effects, fmt.Sprintf("its faults on %s hit that member (lock-0 leads at the start)", strings.Join(targets, ", ")))
 		}
 		if p.Persistence != "" && p.Persistence != string(cluster.PersistNone) {
-			move.Effects = append(move.Effects, fmt.Sprintf("persistence %s does not apply (an etcd member fsyncs its log before it acknowledges)", p.Persistence))
+			move.Effects = append(move.Effects, fmt.Sprintf("persistence %s does not apply (a %s member fsyncs its log before it acknowledges)", p.Persistence, impl.Topology))
 		}
 		p.Persistence, p.ServerClock = "", ""
 	default:

@@ -57,7 +57,7 @@ func planGen(impl string, fencings ...string) *rapid.Generator[plan.Plan] {
 // TestCorrectLocksAreSafe: with no faults and critical sections well inside the TTL, every
 // correct implementation in the registry (ours, the libraries', the subprocess client)
 // keeps P1, P2, P3 and L1 for every generated plan (no false alarms). Multi-node locks
-// run on three nodes, etcd on one member; fencing modes beyond off only for locks that
+// run on three nodes, etcd and ZooKeeper on one member; fencing modes beyond off only for locks that
 // grant fences.
 func TestCorrectLocksAreSafe(t *testing.T) {
 	reg := locks.All()
@@ -77,8 +77,9 @@ func TestCorrectLocksAreSafe(t *testing.T) {
 				switch impl.Topology {
 				case cluster.Nodes:
 					p.Topology = "nodes:3"
-				case cluster.Etcd:
-					p.Topology = "etcd:1" // a 3-member cluster plays the catalog in matrix's TestEtcdRow
+				case cluster.Etcd, cluster.ZooKeeper:
+					// A 3-member cluster plays the catalog in matrix's TestConsensusRows.
+					p.Topology = impl.Topology + ":1"
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()

@@ -16,6 +16,7 @@ import (
 	"github.com/locklab/locklab/cluster/access"
 	"github.com/locklab/locklab/cluster/etcd"
 	"github.com/locklab/locklab/cluster/faketime"
+	"github.com/locklab/locklab/cluster/zookeeper"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/internal/jsonfile"
@@ -265,8 +266,11 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	p := r.Plan
 	meta := histories.Meta{Fencing: string(r.Fencing), TTL: p.TTL.D(), Impl: r.Impl.Name, Seed: p.Seed}
 	meta.Topology, meta.Renews, meta.Persistence = cl.Topology.String(), r.Impl.Renews, string(r.Persistence)
-	if cl.Topology.Kind == cluster.Etcd {
-		meta.ExpiryLag = etcd.RevokeTick // Redis expires a key on the first access after its TTL: never late
+	switch cl.Topology.Kind { // Redis expires a key on the first access after its TTL: never late
+	case cluster.Etcd:
+		meta.ExpiryLag = etcd.RevokeTick
+	case cluster.ZooKeeper:
+		meta.ExpiryLag = zookeeper.ExpiryLag
 	}
 	for _, n := range cl.Lock {
 		meta.Servers = append(meta.Servers, n.Name())

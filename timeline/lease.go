@@ -124,7 +124,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 			}
 			unrecorded = true
 			return all, false
-		case "etcd", "unknown":
+		case "etcd", "zookeeper", "unknown":
 			return all, false
 		}
 		return []int{0}, true
@@ -206,8 +206,11 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 	if split {
 		notes = append(notes, "while servers were partitioned, either side's primary may have granted a lease (which one is not recorded): drawn dashed on every data node")
 	}
-	if topo == "etcd" {
+	switch topo {
+	case "etcd":
 		notes = append(notes, "etcd: the cluster holds a lease by consensus, drawn dashed on every member")
+	case "zookeeper":
+		notes = append(notes, "ZooKeeper: the ensemble holds a lock znode by consensus, for as long as its session lives, drawn dashed on every member")
 	}
 	if renews {
 		notes = append(notes, fmt.Sprintf("%s renews leases in the background (not recorded): a lease lasts until released, taken by another, or a TTL after a crash", h.Meta.Impl))
@@ -217,7 +220,7 @@ func leasesOf(h histories.History, order []int, servers []serverLane, end int64)
 
 // forgets reports whether a killed lock server of the run comes back without its keys:
 // Redis without persistence (the default) does; with an append-only file a process
-// crash loses nothing acknowledged, and an etcd member keeps its write-ahead log.
+// crash loses nothing acknowledged, and an etcd or ZooKeeper member keeps its log.
 func forgets(m histories.Meta) bool {
-	return (m.Persistence == "" || m.Persistence == "none") && !strings.HasPrefix(m.Topology, "etcd")
+	return (m.Persistence == "" || m.Persistence == "none") && !strings.HasPrefix(m.Topology, "etcd") && !strings.HasPrefix(m.Topology, "zookeeper")
 }

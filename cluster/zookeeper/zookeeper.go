@@ -50,6 +50,12 @@ const (
 	MaxSession = 60 * time.Second // ZooKeeper's default would be 20 ticks (2 s): let clients ask for more
 )
 
+// ExpiryLag is how late a leader may free an expired session's znodes: it expires
+// sessions in buckets a tick wide, each at the tick after its deadline
+// (ExpiryQueue.roundToNextInterval, 3.8), then commits the session's close by quorum
+// before the znodes go; a tick more for that commit on a loaded machine.
+const ExpiryLag = 2 * Tick
+
 // LeaderPatience is how long a follower dials its new leader, which opens its quorum port
 // only once elected, while the follower, elected at the same instant, dials at once: it
 // is refused and dials again, five tries 100 ms apart within InitLimit ticks (ZooKeeper

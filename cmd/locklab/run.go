@@ -107,7 +107,7 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.StringVar(&planFile, "plan", "", "plan file (JSON) to start from")
 	f.StringVar(&scenario, "scenario", "", "catalog scenario to start from (see locklab list)")
 	f.StringVar(&p.Impl, "impl", p.Impl, "lock implementation (see locklab list)")
-	f.StringVar(&p.Topology, "topology", p.Topology, "lock service topology: single, nodes[:N], replicated[:N] (primary, N-1 replicas, three Sentinels), etcd[:N] or cluster[:P[xR]] (Redis Cluster: P primaries, R replicas each; default 3x1) (default: the plan's, mapped as the matrix maps it when --impl cannot run on it)")
+	f.StringVar(&p.Topology, "topology", p.Topology, "lock service topology: single, nodes[:N], replicated[:N] (primary, N-1 replicas, three Sentinels), etcd[:N], zookeeper[:N] (an etcd cluster or ZooKeeper ensemble, default 3 members) or cluster[:P[xR]] (Redis Cluster: P primaries, R replicas each; default 3x1) (default: the plan's, mapped as the matrix maps it when --impl cannot run on it)")
 	f.StringVar(&p.Backend, "backend", "", `what runs the servers: "process" (local redis-server processes, the default) or "docker" (containers of locklab/redis, built by make docker-image; DOCKER_HOST is honoured)`)
 	f.IntVar(&p.Clients, "clients", p.Clients, "concurrent clients")
 	f.IntVar(&p.Keys, "keys", p.Keys, "lock keys")

@@ -76,8 +76,8 @@ const (
 // OnTopology says why a failover cannot strike topology t (nil when it can).
 func OnTopology(t cluster.Topology) error {
 	switch {
-	case t.Kind == cluster.Etcd:
-		return fmt.Errorf("fault failover is Redis replication's: an etcd cluster elects its leader itself (to move it, pause, crash or cut off the leader, lock-0 at the start)")
+	case cluster.Consensus(t.Kind):
+		return fmt.Errorf("fault failover is Redis replication's: a consensus service (%s) elects its leader itself (to move it, pause, crash or cut off the leader, lock-0 at the start)", t)
 	case modes[t.Kind] == nil:
 		return fmt.Errorf("fault failover needs topology %s (primary, replicas and Sentinels) or %s (a Redis Cluster), not %s", cluster.Replicated, cluster.RedisCluster, t)
 	}
