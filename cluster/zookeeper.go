@@ -46,7 +46,7 @@ func (c *Cluster) startZooKeeper(ctx context.Context, b Backend, n int, opts Opt
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, zookeeper.LeadTimeout)
 	defer cancel()
 	return zookeeper.Lead(ctx, c.Lock)
 }

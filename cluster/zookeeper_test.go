@@ -174,7 +174,9 @@ func TestZooKeeperEnsemble(t *testing.T) {
 			t.Fatalf("%s is of kind %q, want zookeeper", n.Name(), cluster.KindOf(n))
 		}
 	}
-	ctx := clustertest.Context(t)
+	// One context for every step, three JVM restarts among them: clustertest.Wait each.
+	ctx, cancel := context.WithTimeout(t.Context(), 6*clustertest.Wait)
+	defer cancel()
 	cli, _ := zkConnect(t, c.LockAddrs(), time.Second)
 	if _, err := cli.Create("/before", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)

@@ -17,45 +17,60 @@ type Crasher interface {
 // leadPoll is how often Lead asks whether the election it caused is over.
 const leadPoll = 20 * time.Millisecond
 
+// LeadTimeout bounds Lead when its caller does not: each round is an election (a second
+// or two) and a JVM's start (a second and a half on an idle machine, 8 s measured with a
+// load average of 14 on 2 cores).
+const LeadTimeout = time.Minute
+
 // Lead makes members[0], the member of highest id (NewMembers), the leader of the serving
 // ensemble of members, unless it leads already. ZooKeeper cannot hand its leadership
 // over, but an election among members with equal histories goes to the highest id:
 // lock-0 wins the first one unless it started late, and then Lead crashes the leader,
-// waits until lock-0 leads the others, and starts the crashed member again.
+// waits until another member leads the others, and starts the crashed member again. A
+// member that lags behind (on a loaded machine, one whose log is shorter) can lose that
+// election too: Lead then crashes the new leader in turn, until lock-0 leads or ctx ends.
 func Lead[N Crasher](ctx context.Context, members []N) error {
-	leader := -1
-	for i, m := range members {
-		mode, err := Mode(ctx, m.Addr())
+	for round := 1; ; round++ {
+		leader, err := leading(ctx, members, -1)
 		if err != nil {
-			return fmt.Errorf("make %s the leader: mode of %s: %w", members[0].Name(), m.Name(), err)
+			return fmt.Errorf("make %s the leader: %w", members[0].Name(), err)
 		}
-		if mode == Leader {
-			leader = i
+		if leader == 0 {
+			return nil
+		}
+		old := members[leader]
+		if err := old.Kill(ctx); err != nil {
+			return fmt.Errorf("make %s the leader: crash %s, which leads: %w", members[0].Name(), old.Name(), err)
+		}
+		if _, err := leading(ctx, members, leader); err != nil {
+			return fmt.Errorf("make %s the leader (round %d): after %s crashed: %w", members[0].Name(), round, old.Name(), err)
+		}
+		if err := old.Restart(ctx); err != nil {
+			return fmt.Errorf("make %s the leader: restart %s: %w", members[0].Name(), old.Name(), err)
 		}
 	}
-	switch leader {
-	case 0:
-		return nil
-	case -1:
-		return fmt.Errorf("make %s the leader: no member says it leads", members[0].Name())
-	}
-	old := members[leader]
-	if err := old.Kill(ctx); err != nil {
-		return fmt.Errorf("make %s the leader: crash %s, which leads: %w", members[0].Name(), old.Name(), err)
-	}
+}
+
+// leading waits until a member other than down says it leads, and says which; the
+// error says what the members last said when ctx ends first.
+func leading[N Crasher](ctx context.Context, members []N, down int) (int, error) {
+	var last []string
 	for {
-		mode, err := Mode(ctx, members[0].Addr())
-		if err == nil && mode == Leader {
-			break
+		last = last[:0]
+		for i, m := range members {
+			if i == down {
+				continue
+			}
+			mode, err := Mode(ctx, m.Addr())
+			if err == nil && mode == Leader {
+				return i, nil
+			}
+			last = append(last, fmt.Sprintf("%s: %s %v", m.Name(), mode, err))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("make %s the leader: %w after %s crashed (last: %s %v)", members[0].Name(), ctx.Err(), old.Name(), mode, err)
+			return -1, fmt.Errorf("no member leads: %w (last: %v)", ctx.Err(), last)
 		case <-time.After(leadPoll):
 		}
 	}
-	if err := old.Restart(ctx); err != nil {
-		return fmt.Errorf("make %s the leader: restart %s: %w", members[0].Name(), old.Name(), err)
-	}
-	return nil
 }
