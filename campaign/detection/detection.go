@@ -150,6 +150,10 @@ func Families() []Family {
 		Name: "etcd-fences", Rules: []string{"fences-consensus"},
 		Description: "P3 of etcd's lock, in and out of process, under member crashes and partitions (links black-holed, between members too)",
 		Space:       campaign.Space{Impls: []string{"etcd", "etcd-process"}, Faults: []string{"server-crash", "net-blackhole"}, MinFaults: 1},
+	}, {
+		Name: "zookeeper", Rules: []string{"fences-consensus", "honest-answers-zookeeper"},
+		Description: "P3 and P6 of ZooKeeper's lock, in and out of process, under member crashes and partitions (links black-holed, between members too)",
+		Space:       campaign.Space{Impls: []string{"zookeeper", "zookeeper-process"}, Faults: []string{"server-crash", "net-blackhole"}, MinFaults: 1},
 	}}
 }
 

@@ -110,13 +110,15 @@ func Rules() []Rule {
 	// a lease ends by its TTL on the server or by its holder's checked release.
 	textbook := []string{"setnx", "fenced", "redislock", "redis-py", "node-ioredis", "seed-withlock"}
 	// Locks that renew their lease from a thread of their own while the holder lives.
-	renewing := []string{"watchdog", "rueidislock", "etcd"}
-	// etcd's lock, in process and out: its fence is the lock key's create revision, a
-	// revision of a log a quorum committed and fsynced before answering.
-	etcds := []string{"etcd", "etcd-process"}
-	// Every fault an etcd cluster can take (no clock fault, no failover: plan.Validate
-	// refuses them there), a member's crash included, whatever the plan says of Redis
-	// persistence: a member fsyncs its log before it acknowledges.
+	renewing := []string{"watchdog", "rueidislock", "etcd", "zookeeper"}
+	// The consensus locks, in process and out: etcd's fence is the lock key's create
+	// revision, ZooKeeper's the lock znode's creation zxid, each a position in a log a
+	// quorum committed and fsynced before answering.
+	consensus := []string{"etcd", "etcd-process", "zookeeper", "zookeeper-process"}
+	consensusTopos := []string{cluster.Etcd, cluster.ZooKeeper}
+	// Every fault an etcd cluster or ZooKeeper ensemble can take (no clock fault, no
+	// failover: plan.Validate refuses them there), a member's crash included, whatever the
+	// plan says of Redis persistence: a member fsyncs its log before it acknowledges.
 	consensusSafe := append(slices.Clone(fenceSafe), FaultMatch{Kind: "server-crash", Side: SideLock})
 	consensusStoreSafe := slices.DeleteFunc(slices.Clone(consensusSafe), func(m FaultMatch) bool {
 		return m.Kind == "server-crash" && m.Side == SideStore
@@ -149,11 +151,12 @@ func Rules() []Rule {
 			// rule's reason). Not calm: renewal, not the margin, carries the lease through work
 			// as through a pause, and a renewal lags only when locklab's own goroutines do (every
 			// renewing lock here runs in its process): its slack (watchdog 2/3 of the TTL,
-			// rueidislock 1/2, etcd 2/3 of a lease of at least 1 s) exceeds the stall that
+			// rueidislock 1/2, etcd 2/3 of a lease of at least 1 s, ZooKeeper 2/3 of a session
+			// of at least 200 ms: its pings come every third of it) exceeds the stall that
 			// perturbs a run (a quarter of the TTL at most). Points: only the workload's, where
 			// the renewal has started; a pause at a lock's own step may fall before it
 			// (watchdog's acquire:granted is a grant delayed past its lease).
-			Name: "renewal-outlives-a-thread-pause", Impls: renewing, Topologies: []string{cluster.Single, cluster.Etcd}, Careful: true,
+			Name: "renewal-outlives-a-thread-pause", Impls: renewing, Topologies: []string{cluster.Single, cluster.Etcd, cluster.ZooKeeper}, Careful: true,
 			Faults: []FaultMatch{{Kind: "client-pause", Modes: []string{"", faults.PauseClient}, Points: append([]string{"", workload.BeforeExtend}, workload.Points()...)}},
 			Holds:  []lin.Property{lin.P1, lin.P2},
 			Why: "while the holder's process lives its renewal keeps the lease, however long the holder's own steps stall or work, and its careful client's check asks the renewal for the lease as it is now " +
@@ -185,14 +188,20 @@ func Rules() []Rule {
 			Why: "growing fences checked on every access, from a primary that is never replaced",
 		},
 		{
-			Name: "fences-consensus", Impls: etcds, Topologies: []string{cluster.Etcd},
+			Name: "fences-consensus", Impls: consensus, Topologies: consensusTopos,
 			Faults: consensusSafe, Holds: []lin.Property{lin.P3},
-			Why: "every grant writes a new key, whose create revision is a revision of the replicated log: a quorum committed and fsynced it, so no crash, pause or partition of members hands it out twice or lowers it",
+			Why: "every grant creates a new key or znode, whose create revision or zxid is a position in the replicated log: a quorum committed and fsynced it, so no crash, pause or partition of members hands it out twice or lowers it",
 		},
 		{
-			Name: "full-fencing-consensus", Impls: etcds, Topologies: []string{cluster.Etcd}, Fencings: []string{"full"},
+			Name: "full-fencing-consensus", Impls: consensus, Topologies: consensusTopos, Fencings: []string{"full"},
 			Faults: consensusStoreSafe, Holds: []lin.Property{lin.P2},
-			Why: "growing fences checked on every read and write keep the data safe whoever believes what, pauses past the lease included (etcd's revision is the fencing token it gives for free)",
+			Why: "growing fences checked on every read and write keep the data safe whoever believes what, pauses past the lease included (etcd's revision and ZooKeeper's zxid are fencing tokens they give for free)",
+		},
+		{
+			Name: "honest-answers-zookeeper", Impls: []string{"zookeeper", "zookeeper-process"}, Topologies: []string{cluster.ZooKeeper},
+			Faults: consensusSafe, Holds: []lin.Property{lin.P6},
+			Why: "a release deletes the holder's own znode, whose name no other acquire can get (the sequence number is the parent's, never reused), and the znode goes with its session: " +
+				"a release after the session expired finds no znode, or an expired session, and is refused (etcd's Unlock deletes its key by name and answers ok, so etcd is not claimed)",
 		},
 		{
 			Name: "honest-answers-one-server", Impls: textbook, Topologies: single,

@@ -45,7 +45,7 @@ size of the first seed's counterexample (with --shrink), the detections that did
 reproduce, and per correct implementation the false alarms of fault-free calm plans,
 run until --claimed-pairs (plan, property) pairs that an expectation rule claims were
 decided (--impl: of these only; --fault-free=false: none). --families counts false
-alarms under faults: per rule family (fencing-full, renewal, etcd-fences; all), random
+alarms under faults: per rule family (fencing-full, renewal, etcd-fences, zookeeper; all), random
 plans with its faults until --claimed-pairs pairs that its rules claim were decided.
 --seeds 0 measures false alarms only. It writes detection.json, detection.md and
 index.html (the tables, linking each search's own index.html in <class>/<seed>/,
@@ -157,7 +157,7 @@ says nothing).`,
 	f.Int64Var(&o.Seed, "seed", 1, "the first seed")
 	f.IntVar(&o.MaxRuns, "max-runs", 60, "plans per class search at most")
 	f.IntVar(&claimed, "claimed-pairs", 1000, "per correct implementation (fault-free calm plans) and per --families family, claimed (plan, property) pairs to decide, for false alarms (0: skip)")
-	f.StringSliceVar(&families, "families", nil, "rule families whose false alarms under faults are counted: fencing-full, renewal, etcd-fences, or all (default: none)")
+	f.StringSliceVar(&families, "families", nil, "rule families whose false alarms under faults are counted: fencing-full, renewal, etcd-fences, zookeeper, or all (default: none)")
 	f.BoolVar(&faultFree, "fault-free", true, "count the false alarms of fault-free calm plans")
 	f.IntVar(&o.Parallel, "parallel", 1, "plans at once within a search")
 	f.BoolVar(&o.Shrink, "shrink", false, "shrink the first seed's detection of each class")
