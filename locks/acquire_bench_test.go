@@ -15,8 +15,8 @@ import (
 
 // BenchmarkAcquire measures what one uncontended acquire costs (its release is not
 // timed) on real servers on this machine, in one run so that the ratios compare like
-// with like: Redis's single-instance locks against etcd's lock on one member and on a
-// 3-member cluster. Each reports its median and 99th percentile (p50-ns, p99-ns).
+// with like: Redis's single-instance locks against etcd's and ZooKeeper's locks on one
+// member and on three. Each reports its median and 99th percentile (p50-ns, p99-ns).
 func BenchmarkAcquire(b *testing.B) {
 	for _, c := range []struct {
 		impl string
@@ -28,6 +28,8 @@ func BenchmarkAcquire(b *testing.B) {
 		{"redsync", cluster.Topology{Kind: cluster.Nodes, Nodes: 3}},
 		{"etcd", cluster.Topology{Kind: cluster.Etcd, Nodes: 1}},
 		{"etcd", cluster.Topology{Kind: cluster.Etcd, Nodes: 3}},
+		{"zookeeper", cluster.Topology{Kind: cluster.ZooKeeper, Nodes: 1}},
+		{"zookeeper", cluster.Topology{Kind: cluster.ZooKeeper, Nodes: 3}},
 	} {
 		b.Run(fmt.Sprintf("%s/%s", c.impl, c.topo), func(b *testing.B) {
 			impl, err := locks.All().Get(c.impl)

@@ -178,7 +178,7 @@ func ZooKeeper() lockimpl.Impl {
 	return lockimpl.Impl{
 		Name: "zookeeper",
 		Description: "github.com/go-zookeeper/zk " + zkVersion + ": ZooKeeper's lock recipe (protected ephemeral sequential znode, watch on the predecessor, " +
-			"waiting up to the command timeout) on a session per client whose timeout is the plan's ttl (the server clamps it to [2, 20] tickTime), kept alive by the client's pings; " +
+			"waiting up to the command timeout) on a session per client whose timeout is the plan's ttl (the server clamps it, by default to [2, 20] tickTime, in locklab's ensembles to [200 ms, 60 s]), kept alive by the client's pings; " +
 			"fence: the lock znode's creation zxid",
 		Fencing:  true,
 		Topology: "zookeeper",
