@@ -159,7 +159,7 @@ found its class is never inconclusive).`,
 	f.StringSliceVar(&impls, "impl", nil, "implementations to draw from (default: all; see locklab list)")
 	f.StringSliceVar(&faultKinds, "faults", nil, `fault kinds to draw from (default: all; "none" for fault-free plans)`)
 	f.StringSliceVar(&fencing, "fencing", nil, "fencing modes to draw from: off, writes, full (default: all an implementation supports)")
-	f.StringSliceVar(&topologies, "topology", nil, "topology kinds to draw from: single, replicated, nodes, etcd, cluster (default: every one an implementation runs on)")
+	f.StringSliceVar(&topologies, "topology", nil, "topology kinds to draw from: single, replicated, nodes, etcd, cluster, zookeeper (default: every one an implementation runs on)")
 	f.IntVar(&maxFaults, "max-faults", campaign.DefaultMaxFaults, "faults per plan at most")
 	f.BoolVar(&calm, "calm", false, "only calm workloads: work at most a quarter of the TTL")
 	f.Float64SliceVar(&extend, "extend", nil, "probabilities that a critical section extends its lease, drawn per plan (default 0,0.5,1)")

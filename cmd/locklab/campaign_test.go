@@ -22,7 +22,7 @@ func TestCampaignFlagErrorsNameTheFlag(t *testing.T) {
 	missing := filepath.Join(dir, "missing.json")
 	wantRefused(t, []flagCase{
 		{[]string{"campaign", "--impl", "nope", "--out", dir}, `flags --impl/--faults/--fencing/--topology/--extend: unknown lock implementation "nope"`},
-		{[]string{"campaign", "--topology", "ring", "--out", dir}, `unknown topology "ring" (known: single, replicated, nodes, etcd, cluster)`},
+		{[]string{"campaign", "--topology", "ring", "--out", dir}, `unknown topology "ring" (known: single, replicated, nodes, etcd, cluster, zookeeper)`},
 		{[]string{"campaign", "--impl", "redlock", "--topology", "cluster", "--out", dir}, "redlock runs on none of the topologies cluster"},
 		{[]string{"campaign", "--class", "clock-jump", "--topology", "cluster", "--out", dir}, "flag --topology: --class sets the space itself"},
 		{[]string{"campaign", "--faults", "client-paws", "--out", dir}, `unknown fault kind "client-paws"`},
