@@ -19,6 +19,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/locklab/locklab/cluster/serverlog"
 )
 
 // EnvBinary names the etcd binary (or the folder holding locklab-etcd). Without it,
@@ -170,16 +172,11 @@ func (m Member) Ready(ctx context.Context, logStart int64) error {
 	if err := Healthy(ctx, m.ClientAddr()); err != nil {
 		return err
 	}
-	f, err := os.Open(m.LogFile())
+	serves, err := serverlog.Grew(m.LogFile(), logStart, ReadyMessage)
 	if err != nil {
 		return fmt.Errorf("log of %s: %w", m.Name, err)
 	}
-	defer f.Close()
-	grown, err := io.ReadAll(io.NewSectionReader(f, logStart, 1<<20))
-	if err != nil {
-		return fmt.Errorf("log of %s: %w", m.Name, err)
-	}
-	if !strings.Contains(string(grown), ReadyMessage) {
+	if !serves {
 		return fmt.Errorf("a member answers on %s, but %s's log does not say it serves yet", m.ClientAddr(), m.Name)
 	}
 	return nil

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/locklab/locklab/cluster/serverlog"
 )
 
 // Kind is what cluster.KindOf says of a member.
@@ -386,16 +388,11 @@ func (m Member) Ready(ctx context.Context, logStart int64) error {
 	if !strings.Contains(conf, "\ndataDir="+m.DataDir()+string(filepath.Separator)) {
 		return fmt.Errorf("a member serves on %s, but not %s: its data directory is not %s", m.ClientAddr(), m.Name, m.DataDir())
 	}
-	f, err := os.Open(m.LogFile())
+	listens, err := serverlog.Grew(m.LogFile(), logStart, ElectionListening)
 	if err != nil {
 		return fmt.Errorf("log of %s: %w", m.Name, err)
 	}
-	defer f.Close()
-	grown, err := io.ReadAll(io.NewSectionReader(f, logStart, 1<<20))
-	if err != nil {
-		return fmt.Errorf("log of %s: %w", m.Name, err)
-	}
-	if !strings.Contains(string(grown), ElectionListening) {
+	if !listens {
 		return fmt.Errorf("%s serves, but its log does not say it listens on its election port %d", m.Name, m.ElectionPort)
 	}
 	return nil

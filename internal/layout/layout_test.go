@@ -135,6 +135,7 @@ var stage = map[string]int{
 	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0, "internal/mdblock": 0, "internal/browsertest": 0,
 	"internal/gate": 0, "internal/liveline": 0, "internal/cmdline": 0,
 	"cluster/exactlyonce": 0, // go-redis options every client is built from; imports nothing of ours
+	"cluster/serverlog":   0, // a started server's log since its start; imports nothing of ours
 	"internal/workflows":  0,
 	"internal/benchtable": 18, // make bench: runs go test, imports nothing of the flow
 	"histories":           1,
