@@ -128,9 +128,9 @@ func newMatrixMergeCmd() *cobra.Command {
 		Short: "Merge matrices run in pieces into one",
 		Long: `Merge reads DIR/matrix.json of each directory and writes one matrix.json, matrix.md,
 matrix.html and index.html into --out, for a matrix run in pieces: a shard of the
-scenarios per machine, or rows run again after their scenarios changed. Each row comes
-whole from the last DIR that has it; every DIR must have the same implementations and
-fencing modes. Runs stay where they are, linked relative to --out. --recheck checks every
+scenarios per machine, rows run again after their scenarios changed, or columns added (an
+implementation run on rows run before). Each cell comes from the last DIR that has both
+its row and its column; every DIR must have the same fencing modes. Runs stay where they are, linked relative to --out. --recheck checks every
 run's saved history again with this locklab's checker (a property added or a checker
 fixed since the runs were made), without running any server; the runs' own reports are
 left as they were. --readme, --min-decided and --max-perturbed as for matrix, judged on
