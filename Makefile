@@ -78,7 +78,7 @@ docs: deps build
 # path (shown with -v or on failure). The directory is emptied first. -artifacts also
 # turns off go test's cache (it is not a cacheable flag), so every test runs each time.
 # -timeout bounds one package's test binary against a hang, not its speed: runner's took
-# 1,224 s on 2 cores with two CPU-bound processes beside it (810 s on CI's idle machine),
+# 1,313 s on 2 cores with two CPU-bound processes beside it (810 s on CI's idle machine),
 # so 40 minutes leave it room.
 TEST_ARTIFACTS := $(OUT)/test-artifacts
 test: deps browser-deps build
