@@ -59,9 +59,9 @@ func (e *TopologyMismatchError) Error() string {
 // choose it. A plan impl runs on as it is comes back unchanged, with a nil move. A lock
 // for independent nodes plays a single-server plan on nodes servers (nodes < 1:
 // DefaultNodes); a consensus lock (etcd, ZooKeeper) plays a plan for one server or for
-// independent ones on an ConsensusMembers-member cluster of its kind, without the Redis-only
-// persistence and server clock. Any
-// other mismatch (a replicated plan for etcd or Redlock, a single-server plan for a lock
+// independent ones on a ConsensusMembers-member cluster of its kind, and a plan for the
+// other consensus service on as many members, without the Redis-only persistence and
+// server clock. Any other mismatch (a replicated plan for etcd or Redlock, a single-server plan for a lock
 // that needs replicas) is a *TopologyMismatchError: no mapping keeps its story.
 // ForImpl does not set p.Impl; an unreadable topology is Validate's to report.
 func (p Plan) ForImpl(impl lockimpl.Impl, nodes int) (Plan, *TopologyMove, error) {

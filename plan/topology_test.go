@@ -9,8 +9,9 @@ import (
 )
 
 // TestForImpl: a plan keeps its topology when the implementation runs on it, moves to N
-// nodes for a Redlock-style lock and to an etcd cluster for an etcd lock (dropping the
-// Redis-only settings), and is refused when no move keeps its story.
+// nodes for a Redlock-style lock, to an etcd cluster or ZooKeeper ensemble for a
+// consensus lock (dropping the Redis-only settings; one consensus service's plan keeps
+// its member count on the other), and is refused when no move keeps its story.
 func TestForImpl(t *testing.T) {
 	single := Default()
 	single.Faults = []FaultSpec{{Kind: "server-crash", Target: "lock-0"}}
@@ -19,6 +20,10 @@ func TestForImpl(t *testing.T) {
 	replicated.Topology = "replicated:3"
 	nodes := Default()
 	nodes.Topology = "nodes:3"
+	etcd5 := Default()
+	etcd5.Topology = "etcd:5"
+	zk1 := Default()
+	zk1.Topology = "zookeeper:1"
 	cases := []struct {
 		name  string
 		p     Plan
@@ -37,6 +42,11 @@ func TestForImpl(t *testing.T) {
 			[]string{"ran on etcd:3", "hit that member", "persistence aof-always does not apply"}, ""},
 		{"etcd from nodes", nodes, lockimpl.Impl{Name: "e", Topology: "etcd"}, 0, "etcd:3", []string{"instead of the scenario's nodes:3"}, ""},
 		{"etcd from replicated", replicated, lockimpl.Impl{Name: "e", Topology: "etcd"}, 0, "", nil, "needs topology etcd; the scenario runs on replicated:3"},
+		{"zookeeper from single", single, lockimpl.Impl{Name: "z", Topology: "zookeeper"}, 0, "zookeeper:3",
+			[]string{"ran on zookeeper:3", "hit that member", "persistence aof-always does not apply (a zookeeper member"}, ""},
+		{"zookeeper from etcd", etcd5, lockimpl.Impl{Name: "z", Topology: "zookeeper"}, 0, "zookeeper:5", []string{"instead of the scenario's etcd:5"}, ""},
+		{"etcd from zookeeper", zk1, lockimpl.Impl{Name: "e", Topology: "etcd"}, 0, "etcd:1", nil, ""},
+		{"zookeeper from replicated", replicated, lockimpl.Impl{Name: "z", Topology: "zookeeper"}, 0, "", nil, "needs topology zookeeper; the scenario runs on replicated:3"},
 		{"redlock from replicated", replicated, lockimpl.Impl{Name: "r", Topology: "nodes"}, 0, "", nil, "needs topology nodes"},
 		{"replicas from single", single, lockimpl.Impl{Name: "x", Topology: "replicated"}, 0, "", nil, "needs topology replicated; the scenario runs on single"},
 	}
@@ -67,8 +77,8 @@ func TestForImpl(t *testing.T) {
 					t.Errorf("note %q lacks %q", move.Note(), w)
 				}
 			}
-			if c.impl.Topology == "etcd" && (got.Persistence != "" || got.ServerClock != "") {
-				t.Errorf("etcd plan keeps persistence %q, server clock %q", got.Persistence, got.ServerClock)
+			if (c.impl.Topology == "etcd" || c.impl.Topology == "zookeeper") && (got.Persistence != "" || got.ServerClock != "") {
+				t.Errorf("%s plan keeps persistence %q, server clock %q", c.impl.Topology, got.Persistence, got.ServerClock)
 			}
 		})
 	}
