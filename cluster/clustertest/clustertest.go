@@ -4,6 +4,7 @@ package clustertest
 
 import (
 	"context"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -125,4 +126,16 @@ func External(t testing.TB) (c *cluster.Cluster, lock, store cluster.Node) {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c, lock, store
+}
+
+// DeadAddr is a loopback address nothing listens on: connections are refused.
+func DeadAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

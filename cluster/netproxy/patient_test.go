@@ -7,20 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/cluster/netproxy"
 )
-
-// freeAddr is a loopback address nobody listens on (for now).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 // echo serves one line back on each connection to l.
 func echo(l net.Listener) {
@@ -43,7 +32,7 @@ func echo(l net.Listener) {
 func TestPatientLinkWaitsForItsUpstream(t *testing.T) {
 	n := netproxy.NewNet()
 	t.Cleanup(func() { n.Close() })
-	upstream := freeAddr(t)
+	upstream := clustertest.DeadAddr(t)
 	link, err := n.PatientLink("lock-1->lock-0:quorum", upstream, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +63,7 @@ func TestPatientLinkWaitsForItsUpstream(t *testing.T) {
 	for _, tc := range []struct {
 		patience, least time.Duration
 	}{{300 * time.Millisecond, 300 * time.Millisecond}, {0, 0}} {
-		link, err := n.PatientLink("never-"+tc.patience.String(), freeAddr(t), tc.patience)
+		link, err := n.PatientLink("never-"+tc.patience.String(), clustertest.DeadAddr(t), tc.patience)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -156,7 +156,7 @@ func TestEtcdLostLease(t *testing.T) {
 
 // With no member to answer an acquire is unknown within its timeout, never a refusal.
 func TestEtcdNoMember(t *testing.T) {
-	l := etcdLocker(t, []string{locktest.DeadAddr(t)}, nil)
+	l := etcdLocker(t, []string{clustertest.DeadAddr(t)}, nil)
 	_, err := l.Acquire(clustertest.Context(t), "k", time.Second)
 	locktest.WantUnknown(t, "Acquire with no member", err)
 }

@@ -477,7 +477,7 @@ func TestZooKeeperContextAndClose(t *testing.T) {
 // With no server to answer an acquire is unknown within its timeout, never a refusal.
 func TestZooKeeperNoServer(t *testing.T) {
 	t.Parallel()
-	l := zkLocker(t, locktest.DeadAddr(t), nil, time.Second)
+	l := zkLocker(t, clustertest.DeadAddr(t), nil, time.Second)
 	start := time.Now()
 	_, err := l.Acquire(clustertest.Context(t), "k", time.Second)
 	locktest.WantUnknown(t, "Acquire with no server", err)

@@ -246,7 +246,7 @@ func TestRedsyncQuorum(t *testing.T) {
 }
 
 func TestRedsyncConnectionRefused(t *testing.T) {
-	l := thirdParty(t, "redsync", lockimpl.Config{Addrs: []string{locktest.DeadAddr(t), locktest.DeadAddr(t), locktest.DeadAddr(t)}, Timeout: time.Second})
+	l := thirdParty(t, "redsync", lockimpl.Config{Addrs: []string{clustertest.DeadAddr(t), clustertest.DeadAddr(t), clustertest.DeadAddr(t)}, Timeout: time.Second})
 	ctx := clustertest.Context(t)
 	_, err := l.Acquire(ctx, "k", time.Second)
 	locktest.WantUnknown(t, "Acquire with every node refusing connections", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -130,18 +129,6 @@ func (c *SteppedClock) Now() time.Time {
 	t := c.now
 	c.now = c.now.Add(c.step)
 	return t
-}
-
-// DeadAddr is a loopback address nothing listens on: connections are refused.
-func DeadAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // CrashAtGrant is a Step hook that crashes the client right after the grant.
