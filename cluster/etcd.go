@@ -31,11 +31,17 @@ func (c *Cluster) relink(name, addr string, patience time.Duration) (string, err
 	return c.Net.PatientLink(name, addr, patience)
 }
 
-// EtcdRefuses says which of opts an etcd cluster cannot honour, named as the plan's
-// field, and why (nil when it honours them all).
-func EtcdRefuses(opts Options) (option string, err error) {
-	return consensusRefuses(opts, "etcd members are Go programs, which read the clock without libc, so libfaketime cannot move it",
-		"an etcd member always writes its log to disk and fsyncs it before it acknowledges")
+// Refuses says which of opts a topology of kind cannot honour, named as the plan's field,
+// and why: an etcd cluster's or ZooKeeper ensemble's refusals (nil for a Redis kind).
+func Refuses(kind string, opts Options) (option string, err error) {
+	switch kind {
+	case Etcd:
+		return consensusRefuses(opts, "etcd members are Go programs, which read the clock without libc, so libfaketime cannot move it",
+			"an etcd member always writes its log to disk and fsyncs it before it acknowledges")
+	case ZooKeeper:
+		return consensusRefuses(opts, zookeeper.NoFaketime, zookeeper.Durable)
+	}
+	return "", nil
 }
 
 // consensusRefuses is what a consensus service refuses of opts: server clocks under
@@ -64,7 +70,7 @@ func (c *Cluster) startEtcd(ctx context.Context, b Backend, n int, opts Options)
 	if !ok {
 		return fmt.Errorf("the %s backend cannot run etcd members (the process backend can)", b.Name())
 	}
-	if option, err := EtcdRefuses(opts); err != nil {
+	if option, err := Refuses(Etcd, opts); err != nil {
 		return fmt.Errorf("%s: %w", option, err)
 	}
 	token := fmt.Sprintf("locklab-%d", time.Now().UnixNano())

@@ -13,12 +13,6 @@ import (
 func QuorumLink(from, to string) string   { return from + "->" + to + ":quorum" }
 func ElectionLink(from, to string) string { return from + "->" + to + ":election" }
 
-// ZooKeeperRefuses says which of opts a ZooKeeper ensemble cannot honour, named as the
-// plan's field, and why (nil when it honours them all).
-func ZooKeeperRefuses(opts Options) (option string, err error) {
-	return consensusRefuses(opts, zookeeper.NoFaketime, zookeeper.Durable)
-}
-
 // startZooKeeper starts a ZooKeeper ensemble of n members lock-0 … lock-N-1, each dialing
 // its peers through links of its own (QuorumLink, ElectionLink), and makes lock-0 the
 // leader, the target of a scenario's faults. Clients dial the members' client ports.
@@ -27,7 +21,7 @@ func (c *Cluster) startZooKeeper(ctx context.Context, b Backend, n int, opts Opt
 	if !ok {
 		return fmt.Errorf("the %s backend cannot run ZooKeeper members (the process backend can)", b.Name())
 	}
-	if option, err := ZooKeeperRefuses(opts); err != nil {
+	if option, err := Refuses(ZooKeeper, opts); err != nil {
 		return fmt.Errorf("%s: %w", option, err)
 	}
 	err := c.startOnFreshPorts(ctx, func() ([]Node, error) {

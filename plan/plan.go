@@ -362,11 +362,8 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 	if cluster.Consensus(r.Topology.Kind) && p.Backend == BackendDocker {
 		return nil, bad("backend", "%s members run as local processes only; use backend %s for topology %s", r.Topology.Kind, BackendProcess, r.Topology)
 	}
-	refuses := map[string]func(cluster.Options) (string, error){cluster.Etcd: cluster.EtcdRefuses, cluster.ZooKeeper: cluster.ZooKeeperRefuses}
-	if f := refuses[r.Topology.Kind]; f != nil {
-		if field, err := f(cluster.Options{Persistence: r.Persistence, ServerClock: p.ServerClock}); err != nil {
-			return nil, bad(field, "%v", err)
-		}
+	if field, err := cluster.Refuses(r.Topology.Kind, cluster.Options{Persistence: r.Persistence, ServerClock: p.ServerClock}); err != nil {
+		return nil, bad(field, "%v", err)
 	}
 	if r.Fencing, err = workload.ParseFencing(p.Fencing); err != nil {
 		return nil, bad("fencing", "%v", err)

@@ -69,7 +69,7 @@ const ExpiryLag = 2 * Tick
 const LeaderPatience = 400 * time.Millisecond
 
 // Why a ZooKeeper ensemble refuses a server clock under libfaketime, and Redis's
-// persistence options (cluster.ZooKeeperRefuses). libfaketime does reach a JVM's wall
+// persistence options (cluster.Refuses). libfaketime does reach a JVM's wall
 // clock (System.currentTimeMillis, through libc: tried with Java 17), but not what counts.
 const (
 	NoFaketime = "ZooKeeper times sessions, elections and syncs by the monotonic clock (System.nanoTime), which locklab's libfaketime leaves alone: a clock fault would move nothing a ZooKeeper lock depends on"
