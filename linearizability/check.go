@@ -73,7 +73,22 @@ func LimitMemory(h histories.History) int64 {
 // which must be off, writes or full. An invalid history is an error and no result; a
 // visualisation that cannot be written is an error returned with the complete result.
 func Check(h histories.History, opts Options) (Result, error) {
+	return CheckFrom(h, Carry{}, opts)
+}
+
+// CheckFrom checks h, a window of one key's history that Cut allowed, starting where the
+// key's earlier windows left it (from, which CarryAfter gave; the zero Carry for the
+// first). Checked one after the other, a key's windows give the verdicts of Check on the
+// whole history (window.go says why). With the zero Carry it is Check, for any history.
+func CheckFrom(h histories.History, from Carry, opts Options) (Result, error) {
 	opts = opts.withDefaults()
+	if !from.zero() {
+		for _, op := range h.Ops {
+			if op.Key != h.Ops[0].Key {
+				return Result{}, fmt.Errorf("check window: keys %q and %q: a window after another is one key's", h.Ops[0].Key, op.Key)
+			}
+		}
+	}
 	mode, err := model.ParseFencing(h.Meta.Fencing)
 	if err != nil {
 		return Result{}, fmt.Errorf("check history: %w", err)
@@ -89,6 +104,7 @@ func Check(h histories.History, opts Options) (Result, error) {
 		}
 	}
 	c := newChecker(h, mode, opts)
+	c.from = from
 	// In the order of AllProperties.
 	searched := c.searchAll(c.searches())
 	res := Result{Fencing: string(mode), Properties: append(searched, c.progress(), checkAtMostOnce(h), checkAtLeastOnce(h), checkAnswers(h))}
@@ -130,6 +146,7 @@ type checker struct {
 	opts    Options
 	beliefs map[string][]belief
 	parts   [][]partition // of each search, as searchAll left them, for the visualisation
+	from    Carry         // where the key's earlier windows left it (CheckFrom)
 }
 
 func newChecker(h histories.History, mode model.Fencing, opts Options) *checker {
@@ -143,19 +160,21 @@ func (c *checker) searches() []search {
 		none:    "no lock operations",
 		explain: func([]porcupine.Operation) finding { return explainExclusion(c.h, c.beliefs) },
 	}, {
-		prop: P2, model: model.RegisterModel(c.mode), sel: histories.StoreChecked(),
-		none:    "no store operations",
-		explain: func(ops []porcupine.Operation) finding { return explainStore(c.h, c.mode, ops, c.opts.Timeout) },
+		prop: P2, model: model.RegisterModelFrom(c.mode, c.from.Register), sel: histories.StoreChecked(),
+		none: "no store operations",
+		explain: func(ops []porcupine.Operation) finding {
+			return explainStore(c.h, c.mode, c.from.Register, ops, c.opts.Timeout)
+		},
 	}, {
-		prop: P3, model: model.LockModel(model.LockOptions{Fences: true}), sel: histories.FenceChecked(),
+		prop: P3, model: model.LockModelFrom(model.LockOptions{Fences: true}, model.LockState{Holder: model.NoHolder, LastFence: c.from.LastFence}), sel: histories.FenceChecked(),
 		none:    "no acquire was granted a fence",
-		explain: func([]porcupine.Operation) finding { return explainFences(c.h) },
+		explain: func([]porcupine.Operation) finding { return explainFences(c.h, c.from.LastFence) },
 	}}
 }
 
 func (c *checker) progress() PropertyResult {
 	start := time.Now()
-	v, f, n := checkProgress(c.h, c.beliefs, c.opts.Slack)
+	v, f, n := checkProgress(c.h, c.beliefs, c.opts.Slack, c.from)
 	r := PropertyResult{Property: L1, Verdict: v, Ops: n}
 	switch v {
 	case Illegal:

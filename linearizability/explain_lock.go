@@ -150,8 +150,9 @@ func lastBeliefEnd(bs map[string][]belief, believer int, key string, t int64) (i
 
 // explainFences finds the first violation of P3 directly: fences granted by acquire ok must
 // be distinct, and none may be granted after (in real time) an equal or larger one. These
-// two conditions are exactly when no strictly increasing order respects real time.
-func explainFences(h histories.History) finding {
+// two conditions are exactly when no strictly increasing order respects real time. before
+// is the largest fence granted before the history (a window's earlier windows), 0 if none.
+func explainFences(h histories.History, before int64) finding {
 	byKey := make(map[string][]int)
 	for i, op := range h.Ops {
 		if op.Kind == histories.Acquire && op.Outcome == histories.OK && op.Output.Fence > 0 {
@@ -161,7 +162,7 @@ func explainFences(h histories.History) finding {
 	var first *finding
 	firstCall := int64(0)
 	for key, idx := range byKey {
-		f, call, ok := firstFenceViolation(h, key, idx)
+		f, call, ok := firstFenceViolation(h, key, idx, before)
 		if ok && (first == nil || call < firstCall) {
 			first, firstCall = &f, call
 		}
@@ -174,7 +175,7 @@ func explainFences(h histories.History) finding {
 
 // firstFenceViolation checks the fenced acquires idx of one key, sweeping them in call
 // order while keeping the largest fence among those that returned before the current call.
-func firstFenceViolation(h histories.History, key string, idx []int) (finding, int64, bool) {
+func firstFenceViolation(h histories.History, key string, idx []int, before int64) (finding, int64, bool) {
 	ops := h.Ops
 	calls := slices.Clone(idx)
 	slices.SortFunc(calls, func(a, b int) int { return cmp.Or(cmp.Compare(ops[a].Call, ops[b].Call), cmp.Compare(a, b)) })
@@ -190,6 +191,13 @@ func firstFenceViolation(h histories.History, key string, idx []int) (finding, i
 			}
 		}
 		f := op.Output.Fence
+		if f <= before {
+			return finding{
+				text: fmt.Sprintf("process %d (client %d) was granted fence %d for lock %q at %s after fence %d had already been granted before this window of the history",
+					op.Process, op.Client, f, key, seconds(op.Return), before),
+				shape: "fence not above an earlier grant", at: op.Call, until: op.Return,
+			}, op.Call, true
+		}
 		if best >= 0 && ops[best].Output.Fence >= f {
 			prev := ops[best]
 			return finding{

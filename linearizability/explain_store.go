@@ -16,8 +16,8 @@ import (
 // verbosely, for the longest partial linearization of each illegal key, and explains the
 // operation that could not be placed after it: the one with the earliest return among
 // those left out. Only illegal histories pay for this second run.
-func explainStore(h histories.History, mode model.Fencing, ops []porcupine.Operation, timeout time.Duration) finding {
-	m := model.RegisterModel(mode)
+func explainStore(h histories.History, mode model.Fencing, start model.RegisterState, ops []porcupine.Operation, timeout time.Duration) finding {
+	m := model.RegisterModelFrom(mode, start)
 	res, info := porcupine.CheckOperationsVerbose(m, ops, timeout)
 	parts := m.Partition(ops) // the same deterministic partitions Porcupine used
 	partials := info.PartialLinearizationsOperations()
@@ -36,7 +36,7 @@ func explainStore(h histories.History, mode model.Fencing, ops []porcupine.Opera
 		if len(longest) == len(part) {
 			continue // this key is linearizable
 		}
-		f, ret := explainStuckKey(h, mode, part, longest)
+		f, ret := explainStuckKey(h, mode, start, part, longest)
 		if first == nil || ret < firstRet {
 			first, firstRet = &f, ret
 		}
@@ -50,9 +50,9 @@ func explainStore(h histories.History, mode model.Fencing, ops []porcupine.Opera
 // explainStuckKey explains why the store operations part of one key cannot all be ordered,
 // given the longest order Porcupine found for a prefix of them. It returns the finding and
 // the recorded return time of the operation it blames.
-func explainStuckKey(h histories.History, mode model.Fencing, part, longest []porcupine.Operation) (finding, int64) {
+func explainStuckKey(h histories.History, mode model.Fencing, start model.RegisterState, part, longest []porcupine.Operation) (finding, int64) {
 	placed := make(map[int]bool, len(longest))
-	states := []model.RegisterState{{}}
+	states := []model.RegisterState{start}
 	for _, op := range longest {
 		placed[meta(op).Index] = true
 		states = stepAll(mode, states, op)

@@ -31,30 +31,20 @@ func (g letGo) deadline() int64 { return g.at + int64(g.ttl) }
 // the larger of the failing acquire's and the lost lease's (each the lease granted when
 // the client reported it, else Input.TTL, else Meta.TTL), so that mixed TTLs never cause
 // a false alarm.
-func checkProgress(h histories.History, bs map[string][]belief, slack time.Duration) (Verdict, finding, int) {
+// A window's check (CheckFrom) also counts what the key's earlier windows left: from.
+func checkProgress(h histories.History, bs map[string][]belief, slack time.Duration, from Carry) (Verdict, finding, int) {
 	slack += h.Meta.ExpiryLag // servers that free expired leases on a timer (etcd) free them that late
 	acquires := 0
 	fails := make(map[string][]int)
-	unknowns := make(map[string][]letGo)
 	for i, op := range h.Ops {
 		if op.Kind == histories.Acquire {
 			acquires++
 		}
-		switch {
-		case op.Kind == histories.Acquire && op.Outcome == histories.Fail:
+		if op.Kind == histories.Acquire && op.Outcome == histories.Fail {
 			fails[op.Key] = append(fails[op.Key], i)
-		case (op.Kind == histories.Acquire || op.Kind == histories.Extend) && op.Outcome == histories.Unknown:
-			// sorted by call below; at is when it may have taken effect last, call is looked up through op
-			g := letGo{at: op.Return, ttl: ttlOf(h, op), op: i,
-				why: fmt.Sprintf("process %d (client %d)'s %s with unknown outcome gave up", op.Process, op.Client, op.Kind)}
-			if until, w, ok := heldBack(h, op); ok && until > g.at {
-				g.at = until
-				g.why = fmt.Sprintf("process %d (client %d)'s %s with unknown outcome may have taken effect only when %s on %s ended",
-					op.Process, op.Client, op.Kind, w.Kind, w.Target)
-			}
-			unknowns[op.Key] = append(unknowns[op.Key], g)
 		}
 	}
+	unknowns := unknownLetGos(h)
 	if acquires == 0 {
 		return NA, finding{text: "no acquires"}, 0
 	}
@@ -62,7 +52,7 @@ func checkProgress(h histories.History, bs map[string][]belief, slack time.Durat
 	var firstCall int64
 	for key, fs := range fails {
 		slices.SortFunc(fs, func(a, b int) int { return cmp.Or(cmp.Compare(h.Ops[a].Call, h.Ops[b].Call), cmp.Compare(a, b)) })
-		f, call, ok := firstStuck(h, key, bs[key], unknowns[key], fs, slack)
+		f, call, ok := firstStuck(h, key, bs[key], unknowns[key], fs, slack, from)
 		if ok && (first == nil || call < firstCall) {
 			first, firstCall = &f, call
 		}
@@ -76,22 +66,13 @@ func checkProgress(h histories.History, bs map[string][]belief, slack time.Durat
 // firstStuck finds the earliest failing acquire of one key that violates L1. Each question
 // ("is anyone holding it during the attempt?", "when did the last one let go?") is a
 // prefix maximum over sorted intervals, so a key costs O(n log n).
-func firstStuck(h histories.History, key string, bs []belief, unknowns []letGo, fails []int, slack time.Duration) (finding, int64, bool) {
+func firstStuck(h histories.History, key string, bs []belief, unknowns []letGo, fails []int, slack time.Duration, from Carry) (finding, int64, bool) {
 	// Holding runs from the acquire's call (it may take effect then) to the belief's end.
 	holds := slices.Clone(bs)
 	slices.SortFunc(holds, func(a, b belief) int { return cmp.Compare(h.Ops[a.acquire].Call, h.Ops[b.acquire].Call) })
 	holdEnd := prefixMax(len(holds), func(i int) int64 { return holds[i].end })
 
-	ended := make([]letGo, len(bs))
-	for i, b := range bs {
-		ended[i] = letGo{at: b.end, ttl: ttlOf(h, h.Ops[b.lastGrant]), op: b.ender}
-		if b.ender >= 0 {
-			end := h.Ops[b.ender]
-			ended[i].why = fmt.Sprintf("its last holder, process %d (client %d), let go (%s)", end.Process, end.Client, end.Kind)
-		} else {
-			ended[i].why = "its holder's belief" // lasts to the end: never before a failing acquire
-		}
-	}
+	ended := endedLetGos(h, bs)
 	slices.SortFunc(ended, func(a, b letGo) int { return cmp.Compare(a.at, b.at) })
 	slices.SortFunc(unknowns, func(a, b letGo) int { return cmp.Compare(h.Ops[a.op].Call, h.Ops[b.op].Call) })
 	endedFront, unknownFront := newFrontier(ended), newFrontier(unknowns)
@@ -113,6 +94,13 @@ func firstStuck(h histories.History, key string, bs []belief, unknowns []letGo, 
 		}
 		if len(unknowns) > 0 {
 			last.at = min(last.at, h.Ops[unknowns[0].op].Call)
+		}
+		if from.attempted {
+			last.at = min(last.at, from.firstTry)
+		}
+		// Earlier windows' holders let go before this window began: each may excuse it.
+		if g, ok := from.carriedBest(ttl); ok && g.deadline() > last.deadline() {
+			last = g
 		}
 		// Beliefs that ended before the attempt, and unknown operations called before it
 		// returned (they may have taken the lease while it ran).
@@ -139,6 +127,43 @@ func firstStuck(h histories.History, key string, bs []belief, unknowns []letGo, 
 		return finding{text: text, shape: shape, at: last.at, until: c.Return}, c.Call, true
 	}
 	return finding{}, 0, false
+}
+
+// endedLetGos are the moments the beliefs bs (of one key) ended, each with the ttl of
+// its last grant.
+func endedLetGos(h histories.History, bs []belief) []letGo {
+	ended := make([]letGo, len(bs))
+	for i, b := range bs {
+		ended[i] = letGo{at: b.end, ttl: ttlOf(h, h.Ops[b.lastGrant]), op: b.ender}
+		if b.ender >= 0 {
+			end := h.Ops[b.ender]
+			ended[i].why = fmt.Sprintf("its last holder, process %d (client %d), let go (%s)", end.Process, end.Client, end.Kind)
+		} else {
+			ended[i].why = "its holder's belief" // lasts to the end: never before a failing acquire
+		}
+	}
+	return ended
+}
+
+// unknownLetGos are, per key, the acquires and extends of unknown outcome as moments a
+// lease may have been taken or renewed last: at its return, or when a fault that held
+// its command back ended. op is the operation's index (firstStuck sorts them by call).
+func unknownLetGos(h histories.History) map[string][]letGo {
+	unknowns := make(map[string][]letGo)
+	for i, op := range h.Ops {
+		if (op.Kind != histories.Acquire && op.Kind != histories.Extend) || op.Outcome != histories.Unknown {
+			continue
+		}
+		g := letGo{at: op.Return, ttl: ttlOf(h, op), op: i,
+			why: fmt.Sprintf("process %d (client %d)'s %s with unknown outcome gave up", op.Process, op.Client, op.Kind)}
+		if until, w, ok := heldBack(h, op); ok && until > g.at {
+			g.at = until
+			g.why = fmt.Sprintf("process %d (client %d)'s %s with unknown outcome may have taken effect only when %s on %s ended",
+				op.Process, op.Client, op.Kind, w.Kind, w.Target)
+		}
+		unknowns[op.Key] = append(unknowns[op.Key], g)
+	}
+	return unknowns
 }
 
 // releaseInFlight is a release of key called before t that had not returned by t (or

@@ -102,10 +102,15 @@ func StepLock(opts LockOptions, s LockState, in LockInput, out LockOutput) (Lock
 }
 
 // LockModel is the Porcupine model of a lock, partitioned by key.
-func LockModel(opts LockOptions) porcupine.Model {
+func LockModel(opts LockOptions) porcupine.Model { return LockModelFrom(opts, InitialLock()) }
+
+// LockModelFrom is LockModel starting in state start instead of a lock nobody acquired:
+// a window of a history checked on its own starts where the windows before it left the
+// lock.
+func LockModelFrom(opts LockOptions, start LockState) porcupine.Model {
 	return porcupine.Model{
 		Partition: PartitionByKey,
-		Init:      func() any { return InitialLock() },
+		Init:      func() any { return start },
 		Step: func(state, input, output any) (bool, any) {
 			next, ok := StepLock(opts, state.(LockState), input.(LockInput), output.(LockOutput))
 			return ok, next

@@ -98,9 +98,21 @@ func stepRegister(mode Fencing, s RegisterState, in RegisterInput, out RegisterO
 // RegisterNondeterministic is the locked register as a nondeterministic Porcupine model,
 // partitioned by key.
 func RegisterNondeterministic(mode Fencing) porcupine.NondeterministicModel {
+	return registerFrom(mode, RegisterState{})
+}
+
+// RegisterModelFrom is RegisterModel starting in state start instead of the empty store:
+// a window of a history checked on its own starts where the windows before it left the
+// store.
+func RegisterModelFrom(mode Fencing, start RegisterState) porcupine.Model {
+	nm := registerFrom(mode, start)
+	return nm.ToModel()
+}
+
+func registerFrom(mode Fencing, start RegisterState) porcupine.NondeterministicModel {
 	return porcupine.NondeterministicModel{
 		Partition: PartitionByKey,
-		Init:      func() []any { return []any{RegisterState{}} },
+		Init:      func() []any { return []any{start} },
 		Step: func(state, input, output any) []any {
 			next := StepRegister(mode, state.(RegisterState), input.(RegisterInput), output.(RegisterOutput))
 			states := make([]any, len(next))
@@ -152,4 +164,50 @@ func (mode Fencing) DescribeRegisterState(s RegisterState) string {
 		return fmt.Sprintf("value %d", s.Value)
 	}
 	return fmt.Sprintf("value %d, max fence %d", s.Value, s.MaxFence)
+}
+
+// Inert reports whether an operation of unknown outcome leaves every state of the store as
+// it was, whether it took effect or not: a read unless reads are fenced (a fenced read
+// raises the largest fence), a write of the value it overwrites without a fence under a
+// rule that tracks one. Only such an operation lets a window of the store's history end
+// after it: any other may still take effect at any later moment.
+func Inert(mode Fencing, in RegisterInput) bool {
+	switch in.Kind {
+	case Read:
+		return mode != FencingFull || in.Fence == 0
+	case Write:
+		return in.Value == in.Base && (mode == FencingOff || in.Fence == 0)
+	}
+	return false
+}
+
+// RegisterAfter is the one state the store is in after ops, from start, in every order
+// that explains them, when every operation of unknown outcome among them is Inert: each
+// accepted write overwrote the value before it (a lost update is illegal), so the writes
+// answered ok chain from the start's value, and the chain ends at the one value written
+// more often than overwritten (the start's when there is none); the largest fence is the
+// largest one the rule tracked. ops that no order explains get a state all the same, for
+// the windows after an illegal one.
+func RegisterAfter(mode Fencing, start RegisterState, ops []RegisterInput, outs []RegisterOutput) RegisterState {
+	net := map[int64]int{}
+	s := start
+	for i, in := range ops {
+		if outs[i].Outcome != OK {
+			continue
+		}
+		if in.Kind == Write && in.Value != in.Base {
+			net[in.Value]++
+			net[in.Base]--
+		}
+		if mode == FencingFull || (mode == FencingWrites && in.Kind == Write) {
+			s.MaxFence = max(s.MaxFence, in.Fence)
+		}
+	}
+	found := false
+	for v, n := range net {
+		if n > 0 && (!found || v < s.Value) { // one in a legal history; the least otherwise
+			s.Value, found = v, true
+		}
+	}
+	return s
 }
