@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -160,6 +161,45 @@ func TestStopHealsEverything(t *testing.T) {
 	}
 	if a.heals.Load() != 1 || b.heals.Load() != 1 || b.injects.Load() != 0 {
 		t.Fatalf("a: %d injects %d heals; b: %d injects %d heals", a.injects.Load(), a.heals.Load(), b.injects.Load(), b.heals.Load())
+	}
+}
+
+func TestARecurringFaultStrikesAgainFresh(t *testing.T) {
+	// Every strike is a fault built afresh, injected and healed once, with a window of
+	// its own in the history; the schedule stops striking when it is stopped.
+	var built []*countingFault
+	var mu sync.Mutex
+	kind := KindInfo{Name: "test", build: func(Spec) (Fault, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		built = append(built, &countingFault{})
+		return built[len(built)-1], nil
+	}}
+	first, _ := kind.build(Spec{})
+	rec := histories.NewRecorder(histories.Meta{Fencing: "off"})
+	sch := start(context.Background(), &Env{Rec: rec}, []*item{{
+		spec: Spec{Kind: "test", Duration: 5 * time.Millisecond, Every: 20 * time.Millisecond}, kind: kind, fault: first,
+		injected: make(chan struct{}), window: -1,
+	}})
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(built) >= 4 })
+	if err := sch.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, f := range built[:3] {
+		if f.injects.Load() != 1 || f.heals.Load() < 1 {
+			t.Errorf("strike %d: %d injects, %d heals, want 1 and at least 1", i+1, f.injects.Load(), f.heals.Load())
+		}
+	}
+	ws := rec.Faults()
+	if len(ws) < 3 {
+		t.Fatalf("%d fault windows, want one per strike (at least 3)", len(ws))
+	}
+	for i := 1; i < len(ws); i++ {
+		if gap := ws[i].Start - ws[i-1].Start; gap < int64(15*time.Millisecond) {
+			t.Errorf("strikes %d and %d %s apart, want about 20ms", i, i+1, time.Duration(gap))
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ type Schedule struct {
 type item struct {
 	spec     Spec
 	kind     KindInfo
+	mu       sync.Mutex // guards fault, which a recurring fault (Spec.Every) replaces at each strike
 	fault    Fault
 	fired    chan struct{} // closed when the trigger fires (nil: timed fault)
 	injected chan struct{} // closed once Inject has returned (or will never run)
@@ -100,7 +101,8 @@ func start(ctx context.Context, env *Env, items []*item) *Schedule {
 	return sch
 }
 
-// run waits for the item's time (or trigger), injects it, waits its duration and heals it.
+// run waits for the item's time (or trigger), injects it, waits its duration and heals
+// it; a recurring fault (Spec.Every) strikes again, a fault built afresh each time.
 func (sch *Schedule) run(ctx context.Context, it *item) {
 	defer func() {
 		select {
@@ -119,19 +121,46 @@ func (sch *Schedule) run(ctx context.Context, it *item) {
 	if it.spec.At > 0 && !sch.sleepPlan(ctx, it.spec.At, sch.Held()) { // at 0 its trigger holds its client
 		return
 	}
-	if err := it.fault.Inject(ctx, sch.env); err != nil && ctx.Err() == nil {
-		// An injection cut short by Stop is no error: Stop heals whatever it did.
-		sch.fail(fmt.Errorf("inject %s: %w", it.spec, err))
+	for strike := 1; ; strike++ {
+		struck := time.Now()
+		if err := it.current().Inject(ctx, sch.env); err != nil && ctx.Err() == nil {
+			// An injection cut short by Stop is no error: Stop heals whatever it did.
+			sch.fail(fmt.Errorf("inject %s: %w", it.spec, err))
+		}
+		if !it.kind.ownWindow && sch.env.Rec != nil {
+			it.window = sch.env.Rec.FaultStart(it.spec.Kind, it.spec.Target, it.spec.String())
+			spec.WithOffset(sch.env.Rec, it.window, it.spec)
+		}
+		if strike == 1 {
+			close(it.injected)
+		}
+		if !sch.sleepPlanUntil(ctx, it.spec.Duration, sch.Held(), sch.armUntil(it)) {
+			return // Stop heals it
+		}
+		sch.heal(ctx, it)
+		if it.spec.Every <= 0 {
+			return
+		}
+		// The next strike is a fault built afresh: a fault keeps state while it runs.
+		f, err := it.kind.build(it.spec)
+		if err != nil {
+			sch.fail(fmt.Errorf("strike %d of %s: %w", strike+1, it.spec, err))
+			return
+		}
+		it.mu.Lock()
+		it.fault = f
+		it.mu.Unlock()
+		if !sch.sleepPlan(ctx, it.spec.Every-time.Since(struck), sch.Held()) {
+			return
+		}
 	}
-	if !it.kind.ownWindow && sch.env.Rec != nil {
-		it.window = sch.env.Rec.FaultStart(it.spec.Kind, it.spec.Target, it.spec.String())
-		spec.WithOffset(sch.env.Rec, it.window, it.spec)
-	}
-	close(it.injected)
-	if !sch.sleepPlanUntil(ctx, it.spec.Duration, sch.Held(), sch.armUntil(it)) {
-		return // Stop heals it
-	}
-	sch.heal(ctx, it)
+}
+
+// current is the item's fault: its latest strike's, for a recurring one.
+func (it *item) current() Fault {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return it.fault
 }
 
 // armUntil is closed when it's until client reaches its point from now on, once the fault
@@ -149,7 +178,7 @@ func (sch *Schedule) armUntil(it *item) <-chan struct{} {
 // heal heals it. A heal cut short by Stop's cancellation is no error: Stop heals every
 // fault again with a context of its own, and its error counts.
 func (sch *Schedule) heal(ctx context.Context, it *item) {
-	if err := it.fault.Heal(ctx, sch.env); err != nil && ctx.Err() == nil {
+	if err := it.current().Heal(ctx, sch.env); err != nil && ctx.Err() == nil {
 		sch.fail(fmt.Errorf("heal %s: %w", it.spec, err))
 	}
 	if it.window >= 0 && sch.env.Rec != nil {
@@ -170,7 +199,7 @@ func (sch *Schedule) fail(err error) {
 func (sch *Schedule) AwaitSettled(ctx context.Context) {
 	sch.sleepPlan(ctx, 0, 0)
 	for _, it := range sch.items {
-		s, ok := it.fault.(settler)
+		s, ok := it.current().(settler)
 		if !ok {
 			continue
 		}

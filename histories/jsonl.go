@@ -83,12 +83,42 @@ func ReadHistory(r io.Reader, name string) (Meta, []Op, error) {
 func readHistory(r io.Reader, name string, capacity int) (Meta, []Op, error) {
 	var meta Meta
 	ops := make([]Op, 0, capacity)
+	err := scanHistory(r, name, func(m Meta) error { meta = m; return nil }, func() *Op {
+		// Decoded in place: an Op on its own would escape to the heap, once per line.
+		ops = append(ops, Op{})
+		return &ops[len(ops)-1]
+	}, func(ok bool) error {
+		if !ok {
+			ops = ops[:len(ops)-1]
+		}
+		return nil
+	})
+	return meta, ops, err
+}
+
+// ScanHistory reads a file written by WriteHistory one operation at a time, for
+// histories too large to hold: onMeta gets the header's Meta, then onOp each operation,
+// validated, in the file's order. An error from either stops the reading and is
+// returned with the file's name and line.
+func ScanHistory(r io.Reader, name string, onMeta func(Meta) error, onOp func(Op) error) error {
+	var op Op
+	return scanHistory(r, name, onMeta, func() *Op { op = Op{}; return &op }, func(ok bool) error {
+		if !ok {
+			return nil
+		}
+		return onOp(op)
+	})
+}
+
+// scanHistory reads a history file: next gives the Op to decode a line into, done says
+// whether it holds a valid operation (the error is scanHistory's own when not).
+func scanHistory(r io.Reader, name string, onMeta func(Meta) error, next func() *Op, done func(ok bool) error) error {
 	dec := newOpDecoder()
-	err := readLines(r, name, "history", func(h header) error {
+	return readLines(r, name, "history", func(h header) error {
 		if h.Meta == nil {
 			return errors.New(`history header has no "meta"`)
 		}
-		meta = *h.Meta
+		meta := *h.Meta
 		switch meta.Fencing {
 		case "off", "writes", "full":
 		default:
@@ -100,26 +130,23 @@ func readHistory(r io.Reader, name string, capacity int) (Meta, []Op, error) {
 		if meta.ExpiryLag < 0 {
 			return fmt.Errorf("negative expiry_lag %s in header", meta.ExpiryLag)
 		}
-		return nil
+		return onMeta(meta)
 	}, func(line []byte) error {
-		// Decoded in place: an Op on its own would escape to the heap, once per line.
-		ops = append(ops, Op{})
-		op := &ops[len(ops)-1]
+		op := next()
 		if !dec.decode(line, op) {
 			var slow Op
 			if err := decodeStrict(line, &slow); err != nil {
-				ops = ops[:len(ops)-1]
+				_ = done(false)
 				return err
 			}
 			*op = slow
 		}
 		if err := op.Validate(); err != nil {
-			ops = ops[:len(ops)-1]
+			_ = done(false)
 			return fmt.Errorf("invalid operation: %w", err)
 		}
-		return nil
+		return done(true)
 	})
-	return meta, ops, err
 }
 
 // ReadFaults reads fault windows written by WriteFaults.
@@ -207,6 +234,11 @@ func Save(dir string, h History) error {
 	return writeFile(filepath.Join(dir, FaultsFile), func(w io.Writer) error { return WriteFaults(w, h.Faults) })
 }
 
+// SaveFaults writes faults.jsonl alone into dir: a long run's history is in segments.
+func SaveFaults(dir string, faults []FaultWindow) error {
+	return writeFile(filepath.Join(dir, FaultsFile), func(w io.Writer) error { return WriteFaults(w, faults) })
+}
+
 // Load reads a history from a run directory (history.jsonl, and faults.jsonl when present)
 // or from a history file.
 func Load(path string) (History, error) {
@@ -218,6 +250,11 @@ func Load(path string) (History, error) {
 	if st.IsDir() {
 		histPath = filepath.Join(path, HistoryFile)
 		faultsPath = filepath.Join(path, FaultsFile)
+		if segs, err := Segments(path); err != nil {
+			return History{}, err
+		} else if _, err := os.Stat(histPath); errors.Is(err, os.ErrNotExist) && len(segs) > 0 {
+			return loadSegments(segs, faultsPath)
+		}
 	} else if sib := filepath.Join(filepath.Dir(path), FaultsFile); sib != path {
 		faultsPath = sib
 	}
@@ -235,14 +272,35 @@ func Load(path string) (History, error) {
 	if faultsPath == "" {
 		return h, nil
 	}
-	if _, err := os.Stat(faultsPath); errors.Is(err, os.ErrNotExist) {
-		return h, nil
+	h.Faults, err = LoadFaults(faultsPath)
+	return h, err
+}
+
+// loadSegments reads a long run's segments whole, and its faults.
+func loadSegments(segs []string, faultsPath string) (History, error) {
+	var h History
+	err := ScanSegments(segs, func(m Meta) error { h.Meta = m; return nil }, func(op Op) error {
+		h.Ops = append(h.Ops, op)
+		return nil
+	})
+	if err != nil {
+		return History{}, err
 	}
-	err = readFile(faultsPath, func(r io.Reader) (err error) {
-		h.Faults, err = ReadFaults(r, faultsPath)
+	h.Faults, err = LoadFaults(faultsPath)
+	return h, err
+}
+
+// LoadFaults reads a faults file; a missing one holds no fault.
+func LoadFaults(path string) ([]FaultWindow, error) {
+	var faults []FaultWindow
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	err := readFile(path, func(r io.Reader) (err error) {
+		faults, err = ReadFaults(r, path)
 		return err
 	})
-	return h, err
+	return faults, err
 }
 
 // countLines counts the lines of the file at path (a last line without a newline too):

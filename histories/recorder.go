@@ -46,6 +46,29 @@ func (r *Recorder) Base() time.Time { return r.base }
 // NewProcess hands out a fresh process id.
 func (r *Recorder) NewProcess() int { return int(r.nextProc.Add(1) - 1) }
 
+// Watermark is how far the run has come for a reader of its operations as they are
+// recorded: every operation called before it has been recorded (handed to the sink),
+// provided each stream takes its operations' call times from Begin. It is the earliest
+// call of an operation in flight, or now.
+func (r *Recorder) Watermark() int64 {
+	t := r.Now() // before reading the streams: a Begin that none of them shows yet returns later
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.streams {
+		if p := s.inflight.Load(); p > 0 && p-1 < t {
+			t = p - 1
+		}
+	}
+	return t
+}
+
+// Faults is the fault windows so far, those still active with End -1.
+func (r *Recorder) Faults() []FaultWindow {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.faults)
+}
+
 // Stream returns a new stream for one client. A stream must be used by one goroutine at a time.
 // A nil recorder hands out nil streams, which record nothing.
 func (r *Recorder) Stream(client int) *Stream {
@@ -173,7 +196,8 @@ type Stream struct {
 	client    int
 	lockProc  int
 	storeProc int
-	kept      store // what it recorded (slots.go)
+	kept      store        // what it recorded (slots.go)
+	inflight  atomic.Int64 // 1 + the call time Begin gave an operation not recorded yet; 0: none
 }
 
 // add keeps op, or hands it to the recorder's sink.
@@ -202,6 +226,16 @@ func (s *Stream) Now() int64 {
 	return s.rec.Now()
 }
 
+// Begin is the call time of an operation about to be sent (Now), and marks it in flight
+// until Record: the recorder's Watermark stays before it.
+func (s *Stream) Begin() int64 {
+	if s == nil {
+		return 0
+	}
+	s.inflight.Store(s.rec.Now() + 1) // before the time it returns: a Watermark read meanwhile stays at or before it
+	return s.rec.Now()
+}
+
 // Record appends a finished operation: call is the time taken before the operation was
 // sent (from Now). Process, client and return time are filled in here. After an unknown
 // outcome (but an extend's) the stream moves to a fresh process for that family.
@@ -218,6 +252,7 @@ func (s *Stream) Record(kind Kind, key string, in Input, out Output, outcome Out
 		Input: in, Output: out, Outcome: outcome, Call: call, Return: s.rec.Now(),
 	}
 	s.add(op)
+	s.inflight.Store(0)
 	if outcome == Unknown && kind != Extend {
 		*proc = s.rec.NewProcess()
 	}
@@ -230,7 +265,8 @@ func (s *Stream) Crash(key string) {
 	if s == nil {
 		return
 	}
-	now := s.rec.Now()
+	now := s.Begin()
 	s.add(Op{Process: s.lockProc, Client: s.client, Key: key, Kind: Crash, Outcome: OK, Call: now, Return: now})
+	s.inflight.Store(0)
 	s.lockProc, s.storeProc = s.rec.NewProcess(), s.rec.NewProcess()
 }

@@ -153,6 +153,7 @@ type FaultSpec struct {
 	Mode      string   `json:"mode,omitempty"`
 	Cut       string   `json:"cut,omitempty"`
 	Until     string   `json:"until,omitempty"`
+	Every     Duration `json:"every,omitzero"` // strike again every this long, as long as the run lasts
 }
 
 // Spec converts f for the faults package.
@@ -160,7 +161,7 @@ func (f FaultSpec) Spec() faults.Spec {
 	return faults.Spec{
 		Kind: f.Kind, At: f.At.D(), Duration: f.Duration.D(), Target: f.Target, Point: f.Point,
 		Trigger: f.Trigger, Latency: f.Latency.D(), Jitter: f.Jitter.D(), Direction: f.Direction,
-		Offset: f.Offset.D(), Rate: f.Rate, Mode: f.Mode, Cut: f.Cut, Until: f.Until,
+		Offset: f.Offset.D(), Rate: f.Rate, Mode: f.Mode, Cut: f.Cut, Until: f.Until, Every: f.Every.D(),
 	}
 }
 
@@ -398,10 +399,18 @@ func (p Plan) resolve(reg *lockimpl.Registry) (*Resolved, error) {
 		for _, d := range []struct {
 			name string
 			d    Duration
-		}{{"at", f.At}, {"duration", f.Duration}, {"latency", f.Latency}, {"jitter", f.Jitter}, {"offset", f.Offset}} {
+		}{{"at", f.At}, {"duration", f.Duration}, {"latency", f.Latency}, {"jitter", f.Jitter}, {"offset", f.Offset}, {"every", f.Every}} {
 			if d.d.bad != "" {
 				return nil, bad(field+"."+d.name, "%s", d.d.bad)
 			}
+		}
+		switch e := f.Every.D(); {
+		case e < 0:
+			return nil, bad(field+".every", "want a positive duration, got %s", e)
+		case e > 0 && f.Trigger != "":
+			return nil, bad(field+".every", "a fault that strikes every %s is timed: it takes no trigger", e)
+		case e > 0 && e <= f.Duration.D():
+			return nil, bad(field+".every", "%s is not longer than the fault's duration (%s): a strike must heal before the next", e, f.Duration.D())
 		}
 		if f.Trigger == "" && f.At.D() >= p.Duration.D() {
 			return nil, bad(field+".at", "%s is not before the end of the run (%s)", f.At.D(), p.Duration.D())

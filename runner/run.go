@@ -87,6 +87,9 @@ type Options struct {
 	// once) and the run keeps none: a run of days in constant memory. The history that is
 	// saved and checked then has the fault windows only; the sink is the evidence.
 	Sink func(histories.Op)
+	// Online, when set, makes a long run (see Online): the history goes to segments and
+	// is checked while the run goes on. It needs Dir, and excludes Sink.
+	Online *Online
 
 	scrub *access.Scrubber // set by Run: scrubberFor(Backend)
 }
@@ -156,14 +159,19 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 	rep.Ops, rep.Faults = len(h.Ops), len(h.Faults)
 	rep.RunTime = time.Duration(lastReturn(h))
 
-	copts := linearizability.Options{Timeout: opts.CheckTimeout}
-	if errors.Is(runErr, ErrInterrupted) {
-		copts.Timeout = InterruptedCheckTimeout
-		if opts.CheckTimeout > 0 {
-			copts.Timeout = min(opts.CheckTimeout, InterruptedCheckTimeout)
+	if x.online != nil {
+		rep.Ops, rep.Result, rep.RunTime = x.online.ops, x.online.result, x.ran
+		err = errors.Join(x.online.err, keepOnline(opts, h, &rep))
+	} else {
+		copts := linearizability.Options{Timeout: opts.CheckTimeout}
+		if errors.Is(runErr, ErrInterrupted) {
+			copts.Timeout = InterruptedCheckTimeout
+			if opts.CheckTimeout > 0 {
+				copts.Timeout = min(opts.CheckTimeout, InterruptedCheckTimeout)
+			}
 		}
+		err = keep(opts, h, &rep, copts)
 	}
-	err = keep(opts, h, &rep, copts)
 	if runErr != nil {
 		return rep, errors.Join(fmt.Errorf("%w after %s (the history recorded until then is kept and checked): %w",
 			ErrEndedEarly, x.ran.Round(time.Millisecond), runErr), err)
@@ -258,6 +266,13 @@ type executed struct {
 	stall    time.Duration
 	where    string
 	warnings []string
+	online   *onlineResult // a long run's: its checker's verdicts, operations and errors
+}
+
+type onlineResult struct {
+	result linearizability.Result
+	ops    int
+	err    error
 }
 
 // execute runs the clients and the fault schedule, then removes the run's keys from
@@ -276,7 +291,18 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 		meta.Servers = append(meta.Servers, n.Name())
 	}
 	rec := histories.NewRecorder(meta)
-	if opts.Sink != nil {
+	var lv *live
+	switch {
+	case opts.Online != nil && opts.Sink != nil:
+		return executed{}, errors.New("a run takes a sink or online checking, not both")
+	case opts.Online != nil:
+		var err error
+		if lv, err = startLive(opts, p, meta); err != nil {
+			return executed{}, err
+		}
+		rec = histories.NewStreamingRecorder(meta, scrubSink(lv.order.Add, opts.scrub))
+		defer lv.abandon() // a no-op once finished
+	case opts.Sink != nil:
 		rec = histories.NewStreamingRecorder(meta, opts.Sink)
 	}
 	env := faults.NewEnv(cl, rec, p.Clients)
@@ -404,7 +430,12 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 
 	mon := startMonitor(cl, rec.Acting)
 	start := time.Now()
+	pumped := make(chan struct{})
+	if lv != nil {
+		go lv.pump(rec, pumped)
+	}
 	werr := workload.Run(runCtx, stop, wcfg)
+	close(pumped)
 	ran := time.Since(start)
 	stall, where := mon.end()
 	herr := sched.Stop()
@@ -413,6 +444,10 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	}
 	endLive()
 	x := executed{clocked: true, ran: ran, stall: stall, where: where, history: rec.History()}
+	if lv != nil {
+		res, ops, err := lv.finish(x.history)
+		x.online = &onlineResult{res, ops, err}
+	}
 	if _, err := removeKeys(context.Background(), cl, ns); err != nil {
 		x.warnings = append(x.warnings, err.Error())
 	}

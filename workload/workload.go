@@ -327,7 +327,7 @@ func (c *client) hook(ctx context.Context, key, point string) (crashed bool) {
 }
 
 func (c *client) acquire(ctx context.Context, key string) (lockimpl.Lease, histories.Outcome, bool) {
-	call := c.rec.Now()
+	call := c.rec.Begin()
 	lease, err := c.locker.Acquire(ctx, LockKey(c.cfg.Namespace, key), c.cfg.TTL)
 	outcome := lockimpl.Classify(err)
 	out := histories.Output{Token: lease.Token, Fence: lease.Fence, Validity: lease.Validity, Nodes: lease.Nodes, Granted: lease.Granted}
@@ -383,7 +383,7 @@ const (
 // deadline, and releases as usual.
 func (c *client) extend(ctx context.Context, lease *lockimpl.Lease) extendResult {
 	key := c.plain(*lease)
-	call := c.rec.Now()
+	call := c.rec.Begin()
 	renewed, err := c.locker.Extend(ctx, *lease, c.cfg.TTL)
 	if errors.Is(err, lockimpl.ErrUnsupported) {
 		c.noExtend = true // nothing was sent: nothing to record
@@ -435,7 +435,7 @@ func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed boo
 	}
 	fence := c.fence(lease)
 	opCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	call := c.rec.Now()
+	call := c.rec.Begin()
 	v, err := c.store.Read(opCtx, c.cfg.Namespace+key, fence)
 	cancel()
 	out := histories.Output{Value: v}
@@ -472,7 +472,7 @@ func (c *client) section(ctx context.Context, lease lockimpl.Lease) (crashed boo
 		return false
 	}
 	opCtx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
-	call = c.rec.Now()
+	call = c.rec.Begin()
 	err = c.store.Write(opCtx, c.cfg.Namespace+key, fence, v+1)
 	cancel()
 	out = histories.Output{}
@@ -491,7 +491,7 @@ func (c *client) release(ctx context.Context, lease lockimpl.Lease) (crashed boo
 	if ctx.Err() != nil {
 		return false
 	}
-	call := c.rec.Now()
+	call := c.rec.Begin()
 	if c.cfg.Hook != nil {
 		if err := c.cfg.Hook(ctx, c.id, InRelease); errors.Is(err, lockimpl.ErrCrashed) {
 			c.rec.Record(histories.Release, c.plain(lease), histories.Input{Token: lease.Token}, histories.Output{Error: err.Error()}, histories.Unknown, call)

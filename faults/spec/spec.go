@@ -47,12 +47,19 @@ type Spec struct {
 	// Until "client:N@point" ends a client-pause when that client reaches that point (at
 	// the latest after Duration): a pause that lasts exactly until another client acted.
 	Until string
+	// Every > 0 strikes the fault again every Every after it first struck (At), for as
+	// long as the run lasts: the recurring faults of a long run. A timed fault only (its
+	// until, if any, ends each strike).
+	Every time.Duration
 }
 
 func (s Spec) String() string {
 	b := fmt.Sprintf("%s at %s for %s on %s", s.Kind, s.At, s.Duration, s.Target)
 	if s.Point != "" {
 		b += " at point " + s.Point
+	}
+	if s.Every > 0 {
+		b += fmt.Sprintf(" every %s", s.Every)
 	}
 	if s.Trigger != "" {
 		b += " when " + s.Trigger

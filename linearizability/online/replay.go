@@ -2,6 +2,8 @@ package online
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/locklab/locklab/histories"
@@ -61,4 +63,32 @@ func faultsAt(faults []histories.FaultWindow, t int64) []histories.FaultWindow {
 		out = append(out, w)
 	}
 	return out
+}
+
+// Sorted checks a history whose operations come in call order (a history file as locklab
+// writes it, or a long run's segments), one at a time through each, without holding it:
+// before every `every`-th operation the checker is advanced to its call, since every
+// operation called before it has been added. faults are the run's fault windows, all
+// ended. An operation out of call order is an error.
+func Sorted(meta histories.Meta, faults []histories.FaultWindow, every int, opts Options, each func(yield func(histories.Op) error) error) (linearizability.Result, Status, error) {
+	c, err := New(meta, opts)
+	if err != nil {
+		return linearizability.Result{}, Status{}, err
+	}
+	every = max(every, 1)
+	var n int
+	var last int64
+	feedErr := each(func(op histories.Op) error {
+		if n > 0 && op.Call < last {
+			return fmt.Errorf("operation %d called at %d ns, before the one above it (%d ns): not in call order", n+1, op.Call, last)
+		}
+		if n > 0 && n%every == 0 {
+			c.Advance(op.Call, faultsAt(faults, op.Call))
+		}
+		last = op.Call
+		n++
+		return c.Add(op)
+	})
+	res, err := c.Close(faults)
+	return res, c.Status(), errors.Join(feedErr, err)
 }
