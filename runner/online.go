@@ -69,10 +69,10 @@ type live struct {
 	checker *online.Checker
 	start   time.Time
 
-	mu      sync.Mutex // guards seg, errs, written, last
-	errs    []error
-	written int
-	last    string
+	mu       sync.Mutex // guards seg, errs, written, last
+	errs     []error
+	written  int
+	last     string
 	found    atomic.Int64
 	finished atomic.Bool
 }
