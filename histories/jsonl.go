@@ -68,9 +68,13 @@ type ParseError struct {
 	File   string
 	Line   int
 	Reason string
+	cause  error // what the reader was told by its caller, if that is why
 }
 
 func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
+
+// Unwrap is the caller's error that stopped the reading, if any.
+func (e *ParseError) Unwrap() error { return e.cause }
 
 // ReadHistory reads operations written by WriteHistory; name is used in errors only.
 // Every operation is validated: a malformed file is rejected with its line and reason.
@@ -180,32 +184,32 @@ func readLines(r io.Reader, name, kind string, onHeader func(header) error, onLi
 		if !seenHeader {
 			var h header
 			if err := decodeStrict(line, &h); err != nil {
-				return &ParseError{name, n, "bad header: " + err.Error()}
+				return &ParseError{File: name, Line: n, Reason: "bad header: " + err.Error()}
 			}
 			if h.Locklab != kind {
-				return &ParseError{name, n, fmt.Sprintf("not a locklab %s file (header says %q)", kind, h.Locklab)}
+				return &ParseError{File: name, Line: n, Reason: fmt.Sprintf("not a locklab %s file (header says %q)", kind, h.Locklab)}
 			}
 			if h.Version != FormatVersion {
-				return &ParseError{name, n, fmt.Sprintf("format version %d, this locklab reads version %d", h.Version, FormatVersion)}
+				return &ParseError{File: name, Line: n, Reason: fmt.Sprintf("format version %d, this locklab reads version %d", h.Version, FormatVersion)}
 			}
 			if err := onHeader(h); err != nil {
-				return &ParseError{name, n, err.Error()}
+				return &ParseError{File: name, Line: n, Reason: err.Error(), cause: err}
 			}
 			seenHeader = true
 			continue
 		}
 		if err := onLine(line); err != nil {
-			return &ParseError{name, n, err.Error()}
+			return &ParseError{File: name, Line: n, Reason: err.Error(), cause: err}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return &ParseError{name, n + 1, fmt.Sprintf("line longer than %d bytes", maxLine)}
+			return &ParseError{File: name, Line: n + 1, Reason: fmt.Sprintf("line longer than %d bytes", maxLine)}
 		}
 		return fmt.Errorf("read %s: %w", name, err)
 	}
 	if !seenHeader {
-		return &ParseError{name, n, fmt.Sprintf("empty file: no locklab %s header", kind)}
+		return &ParseError{File: name, Line: n, Reason: fmt.Sprintf("empty file: no locklab %s header", kind)}
 	}
 	return nil
 }
@@ -239,24 +243,15 @@ func SaveFaults(dir string, faults []FaultWindow) error {
 	return writeFile(filepath.Join(dir, FaultsFile), func(w io.Writer) error { return WriteFaults(w, faults) })
 }
 
-// Load reads a history from a run directory (history.jsonl, and faults.jsonl when present)
-// or from a history file.
+// Load reads a history from a run directory (history.jsonl, or a long run's segments, and
+// faults.jsonl when present) or from a history file.
 func Load(path string) (History, error) {
-	st, err := os.Stat(path)
+	histPath, faultsPath, segs, err := locate(path)
 	if err != nil {
-		return History{}, fmt.Errorf("load history: %w", err)
+		return History{}, err
 	}
-	histPath, faultsPath := path, ""
-	if st.IsDir() {
-		histPath = filepath.Join(path, HistoryFile)
-		faultsPath = filepath.Join(path, FaultsFile)
-		if segs, err := Segments(path); err != nil {
-			return History{}, err
-		} else if _, err := os.Stat(histPath); errors.Is(err, os.ErrNotExist) && len(segs) > 0 {
-			return loadSegments(segs, faultsPath)
-		}
-	} else if sib := filepath.Join(filepath.Dir(path), FaultsFile); sib != path {
-		faultsPath = sib
+	if len(segs) > 0 {
+		return loadSegments(segs, faultsPath)
 	}
 	lines, err := countLines(histPath)
 	if err != nil {
@@ -269,11 +264,92 @@ func Load(path string) (History, error) {
 	}); err != nil {
 		return History{}, err
 	}
-	if faultsPath == "" {
-		return h, nil
-	}
 	h.Faults, err = LoadFaults(faultsPath)
 	return h, err
+}
+
+// Scan reads the history at path (a run directory with history.jsonl or a long run's
+// segments, or a history file) one operation at a time, as ScanHistory does, for a
+// history too large to hold, and returns its fault windows (faults.jsonl beside it).
+func Scan(path string, onMeta func(Meta) error, onOp func(Op) error) ([]FaultWindow, error) {
+	histPath, faultsPath, segs, err := locate(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(segs) > 0 {
+		err = ScanSegments(segs, onMeta, onOp)
+	} else {
+		err = readFile(histPath, func(r io.Reader) error { return ScanHistory(r, histPath, onMeta, onOp) })
+	}
+	if err != nil {
+		return nil, err
+	}
+	return LoadFaults(faultsPath)
+}
+
+// Head is what a history at path says before its operations: its Meta and its fault
+// windows, read without its operations.
+func Head(path string) (Meta, []FaultWindow, error) {
+	histPath, faultsPath, segs, err := locate(path)
+	if err != nil {
+		return Meta{}, nil, err
+	}
+	var meta Meta
+	stop := errors.New("stop")
+	onMeta := func(m Meta) error { meta = m; return stop }
+	if len(segs) > 0 {
+		err = ScanSegments(segs[:1], onMeta, nil)
+	} else {
+		err = readFile(histPath, func(r io.Reader) error { return ScanHistory(r, histPath, onMeta, nil) })
+	}
+	if !errors.Is(err, stop) {
+		if err == nil {
+			err = fmt.Errorf("%s: no history header", path)
+		}
+		return Meta{}, nil, err
+	}
+	faults, err := LoadFaults(faultsPath)
+	return meta, faults, err
+}
+
+// Size is how large the history at path is on disk (its segments together) and whether
+// it is a long run's segments.
+func Size(path string) (int64, bool, error) {
+	histPath, _, segs, err := locate(path)
+	if err != nil {
+		return 0, false, err
+	}
+	if len(segs) == 0 {
+		segs = []string{histPath}
+	}
+	var n int64
+	for _, p := range segs {
+		st, err := os.Stat(p)
+		if err != nil {
+			return 0, false, fmt.Errorf("history: %w", err)
+		}
+		n += st.Size()
+	}
+	return n, len(segs) > 0 && segs[0] != histPath, nil
+}
+
+// locate finds a history's files: the history file or the segments (a run directory
+// without history.jsonl), and the faults file ("" for none).
+func locate(path string) (histPath, faultsPath string, segs []string, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("load history: %w", err)
+	}
+	if !st.IsDir() {
+		return path, filepath.Join(filepath.Dir(path), FaultsFile), nil, nil
+	}
+	histPath, faultsPath = filepath.Join(path, HistoryFile), filepath.Join(path, FaultsFile)
+	if _, err := os.Stat(histPath); errors.Is(err, os.ErrNotExist) {
+		if segs, err = Segments(path); err != nil {
+			return "", "", nil, err
+		}
+	}
+	return histPath, faultsPath, segs, nil
 }
 
 // loadSegments reads a long run's segments whole, and its faults.

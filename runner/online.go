@@ -43,8 +43,22 @@ type Online struct {
 // DefaultSegmentOps is how many operations a history segment holds unless told.
 const DefaultSegmentOps = 1_000_000
 
-// ViolationsDir is where a long run writes its violations, one directory each.
-const ViolationsDir = "violations"
+// ViolationsDir is where a long run writes its violations, one directory each; FoundFile
+// in each says when it was found.
+const (
+	ViolationsDir = "violations"
+	FoundFile     = "found.json"
+)
+
+// Found is when a long run found a violation: the properties its window breaks, the
+// moment the last of their first violations was complete (Until, ns on the run's clock),
+// when the window was checked and written (Reported), and the time between (Latency).
+type Found struct {
+	Properties []linearizability.Property `json:"properties"`
+	Until      int64                      `json:"until_ns"`
+	Reported   int64                      `json:"reported_ns"`
+	Latency    time.Duration              `json:"latency_ns"`
+}
 
 // Progress is how far a long run has come.
 type Progress struct {
@@ -67,7 +81,7 @@ type live struct {
 	order   histories.Orderer
 	seg     *histories.SegmentWriter
 	checker *online.Checker
-	start   time.Time
+	rec     *histories.Recorder // the run's clock, once the recorder exists
 
 	mu       sync.Mutex // guards seg, errs, written, last
 	errs     []error
@@ -89,7 +103,7 @@ func startLive(opts Options, p plan.Plan, meta histories.Meta) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &live{opts: o, plan: p, dir: opts.Dir, seg: seg, start: time.Now()}
+	l := &live{opts: o, plan: p, dir: opts.Dir, seg: seg}
 	l.checker, err = online.New(meta, online.Options{
 		Check: linearizability.Options{Timeout: opts.CheckTimeout}, Workers: o.Workers, Violation: l.violation,
 	})
@@ -190,7 +204,7 @@ func (l *live) progress(done bool) Progress {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return Progress{
-		Elapsed: time.Since(l.start), Status: l.checker.Status(), InFlight: l.order.Len(),
+		Elapsed: time.Duration(l.rec.Now()), Status: l.checker.Status(), InFlight: l.order.Len(),
 		Resident: residentBytes(), Heap: ms.HeapInuse, Written: l.written, SegmentOps: l.seg.Ops(),
 		Done: done, LastWritten: l.last,
 	}
@@ -211,15 +225,23 @@ func (l *live) violation(v online.Violation) {
 	if n > int64(l.opts.MaxViolations) {
 		return
 	}
+	reported := l.rec.Now()
 	first, last := span(v.Window)
 	props := []string{}
+	found := Found{Reported: reported}
 	for _, p := range v.Result.Properties {
 		if p.Verdict == linearizability.Illegal {
 			props = append(props, string(p.Property))
+			found.Properties = append(found.Properties, p.Property)
+			found.Until = max(found.Until, p.Until)
 		}
 	}
+	found.Latency = time.Duration(reported - found.Until)
 	dir := filepath.Join(l.dir, ViolationsDir, fmt.Sprintf("%04d-%s-%s", n, strings.Join(props, "-"), safeName(v.Window.Ops[0].Key)))
 	err := writeViolation(dir, l.plan, v, first, last)
+	if err == nil {
+		err = jsonfile.Write(filepath.Join(dir, FoundFile), found)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {

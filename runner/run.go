@@ -301,6 +301,7 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 			return executed{}, err
 		}
 		rec = histories.NewStreamingRecorder(meta, scrubSink(lv.order.Add, opts.scrub))
+		lv.rec = rec
 		defer lv.abandon() // a no-op once finished
 	case opts.Sink != nil:
 		rec = histories.NewStreamingRecorder(meta, opts.Sink)

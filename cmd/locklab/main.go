@@ -81,7 +81,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newAssessCmd(), newRunCmd(), newDemoCmd(), newCheckCmd(), newListCmd(), newMatrixCmd(), newExportCmd(), newTutorialCmd())
+	root.AddCommand(newAssessCmd(), newRunCmd(), newSoakCmd(), newDemoCmd(), newCheckCmd(), newListCmd(), newMatrixCmd(), newExportCmd(), newTutorialCmd())
 	root.AddCommand(newCampaignCmd(), newReplayCmd(), newBisectCmd(), newDetectionCmd(), newBenchCmd())
 	addImplFlags(root)
 	return root
