@@ -19,7 +19,9 @@ var soakFiles embed.FS
 // Scenarios returns the catalog: scripted plans that reproduce docs/design.md's bug
 // classes, by name. They are data (scenarios/*.json), validated against reg like any
 // plan file.
-func Scenarios(reg *lockimpl.Registry) ([]Plan, error) { return embedded(scenarioFiles, "scenarios", reg) }
+func Scenarios(reg *lockimpl.Registry) ([]Plan, error) {
+	return embedded(scenarioFiles, "scenarios", reg)
+}
 
 // Soaks returns the plans of long runs (locklab soak, soaks/*.json): kept apart from the
 // catalog, whose scenarios the matrix runs cell by cell.

@@ -47,6 +47,9 @@ func TestParsePlanErrorsNamePlace(t *testing.T) {
 		{"too many clients", "{\"clients\": 1000}", 1, "clients", "want 1 to 64"},
 		{"fault after end", "{\"duration\": \"1s\",\n \"faults\": [\n  {\"kind\": \"client-pause\",\n   \"at\": \"2s\"}]}", 4, "faults[0].at", "not before the end"},
 		{"unknown fault", "{\"faults\": [{\"kind\": \"meteor\"}]}", 1, "faults[0].kind", `unknown fault kind "meteor"`},
+		{"every shorter than the fault", "{\"faults\": [\n {\"kind\": \"server-pause\", \"target\": \"lock-0\", \"duration\": \"1s\",\n  \"every\": \"1s\"}]}", 3, "faults[0].every", "not longer than the fault's duration"},
+		{"every with a trigger", "{\"faults\": [\n {\"kind\": \"client-pause\", \"trigger\": \"any@before-write\",\n  \"every\": \"5s\"}]}", 3, "faults[0].every", "takes no trigger"},
+		{"bad every", "{\"faults\": [\n {\"kind\": \"client-pause\",\n  \"every\": \"often\"}]}", 3, "faults[0].every", "bad duration"},
 		{"bad target", "{\"clients\": 2, \"faults\": [\n{\"kind\": \"client-pause\", \"target\": \"client:5\"}]}", 2, "faults[0]", "0 ≤ N < 2"},
 		{"jobs without workload", "{\n \"jobs\": {\"count\": 1, \"visibility\": \"1s\"}\n}", 2, "jobs", `workload is not "jobs"`},
 		{"jobs missing", "{\"impl\": \"setnx\",\n \"workload\": \"jobs\"\n}", 2, "workload", `needs a "jobs" object`},
@@ -235,5 +238,24 @@ func TestWithLaysSettingsOver(t *testing.T) {
 		if _, err := base.With([]string{c.setting}, "here", reg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("With(%q) = %v, want an error with %q", c.setting, err, c.want)
 		}
+	}
+}
+
+// TestSoaksResolve: every soak plan reads and resolves, named as its file.
+func TestSoaksResolve(t *testing.T) {
+	plans, err := Soaks(locks.All())
+	if err != nil || len(plans) < 2 {
+		t.Fatalf("%d soak plans: %v", len(plans), err)
+	}
+	for _, p := range plans {
+		if _, err := p.Resolve(locks.All()); err != nil {
+			t.Errorf("soak %s: %v", p.Name, err)
+		}
+		if _, err := Soak(p.Name, locks.All()); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := Soak("nope", locks.All()); err == nil || !strings.Contains(err.Error(), `unknown soak plan "nope"`) {
+		t.Errorf("unknown soak: %v", err)
 	}
 }
