@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/locklab
 OUT     ?= out
 
-.PHONY: all apt-deps browser-deps deps docker-engine docker-image node-deps detection build demo docs test vet fuzz bench bench-jobs tla matrix clean versions test-versions
+.PHONY: all apt-deps browser-deps deps docker-engine docker-image node-deps detection build demo docs test vet fuzz bench bench-jobs tla matrix clean versions test-versions soak
 
 all: build
 
@@ -138,6 +138,15 @@ NIGHTLY_FLAGS    ?=
 nightly: deps build
 	$(BIN) campaign --duration $(NIGHTLY_DURATION) --parallel $(NIGHTLY_PARALLEL) \
 	  $(if $(NIGHTLY_SEED),--seed $(NIGHTLY_SEED)) $(NIGHTLY_FLAGS) --out $(OUT)/campaign/nightly
+
+# A long run checked as it goes (locklab soak): the steady soak plan (a correct lock under
+# recurring faults it must survive) for $(SOAK), its history in segments and each violation
+# written when it is found, in $(OUT)/soak. SOAK_FLAGS changes the plan, e.g. --impl redsync
+# or --soak planted. Exit 1 on a violation: the nightly's verdict.
+SOAK       ?= 1h
+SOAK_FLAGS ?=
+soak: deps build
+	$(BIN) soak --duration $(SOAK) $(SOAK_FLAGS) --out $(OUT)/soak
 
 # TLC on every spec config; skips with a message when TLA2TOOLS_JAR is unset (tla/README.md).
 tla:

@@ -47,42 +47,69 @@ func (c Carry) zero() bool {
 	return c.Register == (model.RegisterState{}) && c.LastFence == 0 && !c.attempted && len(c.letGos) == 0
 }
 
+// Hold is what the rest of a key's operations wait for before a window can end after the
+// last of them, when Cut could not end one there.
+type Hold int
+
+// The holds, from the first that applies: the history's end (a store operation of
+// unknown outcome that may still take effect), a fault's end (one that may hold back a
+// command of unknown outcome), more operations (someone believes), or the run's progress
+// past the latest return (Cut's After).
+const (
+	HoldNone Hold = iota
+	HoldEnd
+	HoldFault
+	HoldOps
+	HoldAfter
+)
+
 // Cut is how many of ops, one key's operations in call order, make a window that ends
 // before upTo and can be checked on its own (see above): the largest such prefix, 0 if
 // none. Every operation called before upTo must be among ops. faults are the run's fault
-// windows so far (End -1: still active).
-func Cut(ops []histories.Op, faults []histories.FaultWindow, mode model.Fencing, upTo int64) int {
+// windows so far (End -1: still active). When the window cannot take every operation,
+// hold says what the rest waits for; with HoldAfter, after is the moment past which the
+// run must have come (the latest return).
+func Cut(ops []histories.Op, faults []histories.FaultWindow, mode model.Fencing, upTo int64) (n int, hold Hold, after int64) {
 	believing := map[int]bool{}
 	var end int64 = -1
-	blocked := false
+	storeBlocked, faultBlocked := false, false
 	best := 0
 	for i, op := range ops {
-		if i > 0 && !blocked && len(believing) == 0 && end < op.Call {
+		if i > 0 && !storeBlocked && !faultBlocked && len(believing) == 0 && end < op.Call {
 			best = i
 		}
 		end = max(end, op.Return)
 		switch {
 		case op.Kind.IsStore():
 			if op.Outcome == histories.Unknown && !model.Inert(mode, registerInput(op)) {
-				blocked = true
+				storeBlocked = true
 			}
 		case op.Kind == histories.Acquire && op.Outcome == histories.OK:
 			believing[op.Process] = true
 		case (op.Kind == histories.Acquire || op.Kind == histories.Extend) && op.Outcome == histories.Unknown:
 			if heldBackActive(faults, op) {
-				blocked = true
+				faultBlocked = true
 			}
 		case op.Kind == histories.Extend && op.Outcome == histories.OK:
 		case op.Kind == histories.Release, op.Kind == histories.Extend, op.Kind == histories.Crash:
 			delete(believing, op.Process)
 		case op.Kind.IsJob():
-			blocked = true
+			storeBlocked = true
 		}
 	}
-	if len(ops) > 0 && !blocked && len(believing) == 0 && end < upTo {
-		best = len(ops)
+	switch {
+	case len(ops) == 0:
+		return 0, HoldNone, 0
+	case storeBlocked:
+		return best, HoldEnd, 0
+	case faultBlocked:
+		return best, HoldFault, 0
+	case len(believing) > 0:
+		return best, HoldOps, 0
+	case end >= upTo:
+		return best, HoldAfter, end
 	}
-	return best
+	return len(ops), HoldNone, 0
 }
 
 // heldBackActive reports whether a fault that may hold back op's command is still active.

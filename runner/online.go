@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -60,18 +61,22 @@ type Found struct {
 	Latency    time.Duration              `json:"latency_ns"`
 }
 
-// Progress is how far a long run has come.
+// Progress is how far a long run has come. A long run appends it to ProgressFile once a
+// minute and at its end: its memory and checking over time.
 type Progress struct {
-	Elapsed time.Duration // since the plan's clock started
+	Elapsed time.Duration `json:"elapsed_ns"` // since the plan's clock started
 	online.Status
-	InFlight    int    // operations recorded and not yet written: something called before them is in flight
-	Resident    uint64 // the process's resident memory, bytes (0 where unknown)
-	Heap        uint64 // bytes of Go heap in use
-	Written     int    // violation directories written
-	SegmentOps  int64  // operations written to segments
-	Done        bool   // the run is over and everything is checked
-	LastWritten string // the latest violation directory, "" for none
+	InFlight    int    `json:"in_flight"`     // operations recorded and not yet written: something called before them is in flight
+	Resident    uint64 `json:"resident"`      // the process's resident memory, bytes (0 where unknown)
+	Heap        uint64 `json:"heap"`          // bytes of Go heap in use
+	Written     int    `json:"written"`       // violation directories written
+	SegmentOps  int64  `json:"segment_ops"`   // operations written to segments
+	Done        bool   `json:"done"`          // the run is over and everything is checked
+	LastWritten string `json:"last,omitzero"` // the latest violation directory, "" for none
 }
+
+// ProgressFile is where a long run logs its Progress, a JSON line a minute.
+const ProgressFile = "progress.jsonl"
 
 // live is a long run's checking and writing while its clients run.
 type live struct {
@@ -127,6 +132,7 @@ func (l *live) pump(rec *histories.Recorder, done <-chan struct{}) {
 	defer tick.Stop()
 	var buf []histories.Op
 	lastProgress := time.Now()
+	var lastLogged time.Duration
 	for {
 		select {
 		case <-done:
@@ -135,9 +141,16 @@ func (l *live) pump(rec *histories.Recorder, done <-chan struct{}) {
 		}
 		upTo := rec.Watermark()
 		buf = l.step(upTo, rec.Faults(), buf[:0])
-		if l.opts.Progress != nil && time.Since(lastProgress) >= time.Second {
+		if time.Since(lastProgress) >= time.Second {
 			lastProgress = time.Now()
-			l.opts.Progress(l.progress(false))
+			p := l.progress(false)
+			if p.Elapsed-lastLogged >= time.Minute {
+				lastLogged = p.Elapsed
+				l.log(p)
+			}
+			if l.opts.Progress != nil {
+				l.opts.Progress(p)
+			}
 		}
 	}
 }
@@ -180,10 +193,26 @@ func (l *live) finish(h histories.History) (linearizability.Result, int, error) 
 	errs := append(l.errs, cerr, serr)
 	l.mu.Unlock()
 	p := l.progress(true)
+	l.log(p)
 	if l.opts.Progress != nil {
 		l.opts.Progress(p)
 	}
 	return res, int(p.Ops), errors.Join(errs...)
+}
+
+// log appends p to the run's progress log.
+func (l *live) log(p Progress) {
+	line, err := json.Marshal(p)
+	if err == nil {
+		var f *os.File
+		if f, err = os.OpenFile(filepath.Join(l.dir, ProgressFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			_, err = f.Write(append(line, '\n'))
+			err = errors.Join(err, f.Close())
+		}
+	}
+	if err != nil {
+		l.fail(fmt.Errorf("progress log: %w", err))
+	}
 }
 
 // abandon stops the checker and closes the segments of a run that ended before its

@@ -65,12 +65,12 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 			reports, err := runAll(cmd, plans, out, runner.Options{CheckTimeout: checkTimeout})
 			if err != nil {
 				if len(reports) > 0 {
-					printReports(w, sc, reports)
+					report.RunReports(w, sc, reports)
 				}
 				return err
 			}
 			fmt.Fprintf(w, "\n%s\n", wrap(sc.Description, 88))
-			printReports(w, sc, reports)
+			report.RunReports(w, sc, reports)
 			demo := report.Demo{Scenario: sc.Name, Description: sc.Description, Command: demoCommand(sc.Name, fencing)}
 			for _, rep := range reports {
 				h, err := histories.Load(rep.Dir)

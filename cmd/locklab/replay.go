@@ -12,6 +12,7 @@ import (
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
 )
 
@@ -70,7 +71,7 @@ Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 				}
 				var cells []string
 				for _, pr := range rep.Result.Properties {
-					cells = append(cells, fmt.Sprintf("%s %s", pr.Property, display(pr.Verdict)))
+					cells = append(cells, fmt.Sprintf("%s %s", pr.Property, report.ShownVerdict(pr.Verdict)))
 					if pr.Verdict == linearizability.Illegal {
 						perProp[pr.Property]++
 					}
@@ -83,7 +84,7 @@ Exit status: 1 a violation reproduced at least once, 0 never, 2 error.`,
 					line += " " + opts.Dir
 				}
 				fmt.Fprintln(w, line)
-				printExplanations(w, "  ", rep.Result)
+				report.Explanations(w, "  ", rep.Result)
 			}
 			var parts []string
 			for _, prop := range linearizability.AllProperties() {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/locklab/locklab/internal/planflags"
 	"github.com/locklab/locklab/linearizability"
 	"github.com/locklab/locklab/plan"
+	"github.com/locklab/locklab/report"
 	"github.com/locklab/locklab/runner"
 )
 
@@ -86,7 +86,7 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 			}
 			reports, err := runAll(cmd, plans, out, opts)
 			if len(reports) > 0 {
-				printReports(cmd.OutOrStdout(), pl, reports)
+				report.RunReports(cmd.OutOrStdout(), pl, reports)
 			}
 			if err != nil {
 				return err
@@ -154,55 +154,4 @@ func verdictStatus(rs ...linearizability.Result) error {
 		return &statusError{code: exitUnknown}
 	}
 	return nil
-}
-
-// printReports prints the verdicts of the runs side by side, then every explanation.
-func printReports(w io.Writer, pl plan.Plan, reps []runner.Report) {
-	name := pl.Name
-	if name == "" {
-		name = "run"
-	}
-	fmt.Fprintf(w, "\n%s: impl %s, %d clients, %d keys, ttl %s, %d faults\n", name, pl.Impl, pl.Clients, pl.Keys, pl.TTL.D(), len(pl.Faults))
-	fmt.Fprintf(w, "%-26s", "")
-	for _, r := range reps {
-		fmt.Fprintf(w, "%-22s", "fencing "+r.Plan.Fencing)
-	}
-	fmt.Fprintln(w)
-	for _, prop := range linearizability.AllProperties() {
-		if (prop == linearizability.P4 || prop == linearizability.P5) && pl.Workload != plan.WorkloadJobs {
-			continue // the job-queue properties, n/a on any other workload
-		}
-		fmt.Fprintf(w, "%-26s", fmt.Sprintf("%s %s", prop, prop.Name()))
-		for _, r := range reps {
-			pr, _ := r.Result.Property(prop)
-			fmt.Fprintf(w, "%-22s", display(pr.Verdict))
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "%-26s", "operations")
-	for _, r := range reps {
-		fmt.Fprintf(w, "%-22d", r.Ops)
-	}
-	fmt.Fprintln(w)
-	for _, r := range reps {
-		fmt.Fprintf(w, "\nfencing %s: report %s\n", r.Plan.Fencing, filepath.Join(r.Dir, runner.HTMLFile))
-		printExplanations(w, "  ", r.Result)
-	}
-}
-
-// display makes a violation stand out in a table of verdicts.
-func display(v linearizability.Verdict) string {
-	if v == linearizability.Illegal {
-		return "ILLEGAL"
-	}
-	return string(v)
-}
-
-// printExplanations prints why each property is illegal or undecided.
-func printExplanations(w io.Writer, indent string, r linearizability.Result) {
-	for _, pr := range r.Properties {
-		if pr.Explanation != "" && (pr.Verdict == linearizability.Illegal || pr.Verdict == linearizability.Unknown) {
-			fmt.Fprintf(w, "%s%s %s: %s\n", indent, pr.Property, display(pr.Verdict), pr.Explanation)
-		}
-	}
 }

@@ -111,18 +111,20 @@ func soakProgress(line *liveline.Line, pl plan.Plan) func(runner.Progress) {
 			written = p.Written
 			line.Print(fmt.Sprintf("%s violation: %s", p.Elapsed.Round(time.Second), p.LastWritten))
 		}
-		rate := 0.0
+		live := line.Live()
+		if !live && !p.Done && p.Elapsed-lastPlain < time.Minute {
+			return
+		}
+		rate := 0.0 // since the line shown last
 		if dt := (p.Elapsed - last).Seconds(); dt > 0 {
 			rate = float64(p.Ops-lastOps) / dt
 		}
-		lastOps, last = p.Ops, p.Elapsed
+		lastOps, last, lastPlain = p.Ops, p.Elapsed, p.Elapsed
 		s := fmt.Sprintf("%s/%s  %d ops (%.0f/s)  %d windows checked  %d queued  largest open window %d ops  resident %d MB  heap %d MB  violations %d",
 			p.Elapsed.Round(time.Second), pl.Duration.D(), p.Ops, rate, p.Windows, p.Queued, p.LargestPending, p.Resident>>20, p.Heap>>20, p.Violations)
-		switch {
-		case line.Live():
+		if live {
 			line.Show(s)
-		case p.Done || p.Elapsed-lastPlain >= time.Minute:
-			lastPlain = p.Elapsed
+		} else {
 			line.Print(s)
 		}
 	}

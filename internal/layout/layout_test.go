@@ -147,12 +147,13 @@ var stage = map[string]int{
 	"cluster/clustertest": 6, // test helpers for every backend
 	"lockimpl":            7, // and libs, subprocess, locktest
 	"workload":            8, "locks": 8,
-	"faults/spec":  8, // a fault's spec, target and window, under every fault family
-	"faults/gates": 8, // the client gates the families arm
-	"faults":       9, // and faults/network, faults/failover
-	"releases":     9, // library releases as implementations, over lockimpl and the registry locks fills
-	"plan":         10,
-	"runner":       11, "tla/bridge": 11,
+	"faults/spec":        8, // a fault's spec, target and window, under every fault family
+	"faults/gates":       8, // the client gates the families arm
+	"faults":             9, // and faults/network, faults/failover
+	"releases":           9, // library releases as implementations, over lockimpl and the registry locks fills
+	"plan":               10,
+	"internal/planflags": 11, // the command line's plan: flags laid over a plan, for run and soak
+	"runner":             11, "tla/bridge": 11,
 	"campaign/expect": 12, "bisect": 12, // bisect: the search for the release where a verdict changes; runs nothing itself
 	"rerun":    12, // one plan run again N times, and the label another release gets (campaign --compare-with, assess)
 	"campaign": 13, "matrix": 13, "jobsbench": 13,

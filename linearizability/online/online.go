@@ -9,6 +9,7 @@ package online
 
 import (
 	"cmp"
+	"container/heap"
 	"errors"
 	"fmt"
 	"runtime"
@@ -44,16 +45,16 @@ type Violation struct {
 
 // Status is how far the checking has come.
 type Status struct {
-	Ops            int64 // operations added
-	Windows        int64 // windows checked
-	Queued         int   // windows cut, waiting for a worker or being checked
-	Pending        int   // operations added that are in no cut window yet
-	LargestPending int   // the most operations one key's open window holds now
-	LargestWindow  int   // the most operations a window checked so far held
-	Violations     int64 // windows with an illegal property
+	Ops            int64 `json:"ops"`             // operations added
+	Windows        int64 `json:"windows"`         // windows checked
+	Queued         int   `json:"queued"`          // windows cut, waiting for a worker or being checked
+	Pending        int   `json:"pending"`         // operations added that are in no cut window yet
+	LargestPending int   `json:"largest_pending"` // the most operations one key's open window holds now
+	LargestWindow  int   `json:"largest_window"`  // the most operations a window checked so far held
+	Violations     int64 `json:"violations"`      // windows with an illegal property
 	// Late counts operations that arrived after a window that should have held them was
 	// cut: the caller advanced past an operation still in flight. Close reports them.
-	Late int64
+	Late int64 `json:"late"`
 }
 
 // family is which operations of a key a window holds: the lock's or the store's. They
@@ -74,9 +75,33 @@ type slot struct {
 // open is one key's operations in one family since its last cut, and what its earlier
 // windows left.
 type open struct {
-	ops   []histories.Op
-	carry linearizability.Carry
-	upTo  int64 // the last cut was made with every operation called before upTo added
+	ops      []histories.Op
+	unsorted bool // an operation came out of call order: sort before cutting
+	carry    linearizability.Carry
+	upTo     int64                // the last cut was made with every operation called before upTo added
+	hold     linearizability.Hold // what the rest waited for at the last try
+	gen      int                  // tries so far: an entry of Checker.afters from an earlier one is stale
+}
+
+// after is a key waiting for the run to come past a moment before its window can end.
+type after struct {
+	at  int64
+	key slot
+	gen int
+}
+
+// afterHeap orders the keys waiting for the run by the moment they wait for.
+type afterHeap []after
+
+func (h afterHeap) Len() int           { return len(h) }
+func (h afterHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h afterHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *afterHeap) Push(x any)        { *h = append(*h, x.(after)) }
+func (h *afterHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // window is a cut window waiting to be checked.
@@ -96,6 +121,13 @@ type Checker struct {
 	open   map[slot]*open
 	status Status
 	late   []string // the first few late operations, for Close's error
+	// Which keys to try at the next cut, so that a cut costs what changed, not every key:
+	// those with new operations, those whose wait for the run's progress is over, and,
+	// once a fault ended, those waiting for one.
+	dirty   map[slot]bool
+	afters  afterHeap
+	faulted map[slot]bool
+	ended   int // fault windows seen ended at the last cut
 
 	work    chan window
 	workers sync.WaitGroup
@@ -112,7 +144,8 @@ func New(meta histories.Meta, opts Options) (*Checker, error) {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
 	opts.Check.HTMLPath = ""
-	c := &Checker{meta: meta, mode: mode, opts: opts, open: map[slot]*open{}, work: make(chan window, opts.Workers*64)}
+	c := &Checker{meta: meta, mode: mode, opts: opts, open: map[slot]*open{}, work: make(chan window, opts.Workers*64),
+		dirty: map[slot]bool{}, faulted: map[slot]bool{}}
 	c.merged.init()
 	for range opts.Workers {
 		c.workers.Go(c.check)
@@ -136,10 +169,15 @@ func (c *Checker) Add(op histories.Op) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.status.Ops++
-	o := c.open[slot{op.Key, fam}]
+	key := slot{op.Key, fam}
+	o := c.open[key]
 	if o == nil {
 		o = &open{}
-		c.open[slot{op.Key, fam}] = o
+		c.open[key] = o
+	}
+	c.dirty[key] = true
+	if n := len(o.ops); n > 0 && before(op, o.ops[n-1]) {
+		o.unsorted = true
 	}
 	if op.Call < o.upTo {
 		c.status.Late++
@@ -187,6 +225,9 @@ func (c *Checker) Close(faults []histories.FaultWindow) (linearizability.Result,
 func (c *Checker) Status() Status {
 	c.mu.Lock()
 	s := c.status
+	for _, o := range c.open {
+		s.LargestPending = max(s.LargestPending, len(o.ops))
+	}
 	c.mu.Unlock()
 	s.Queued = int(c.merged.queued.Load())
 	s.Windows, s.Violations = c.merged.windows.Load(), c.merged.violations.Load()
@@ -195,35 +236,90 @@ func (c *Checker) Status() Status {
 }
 
 // cut takes every window that can end before upTo out of the open ones (all of them when
-// last).
+// last). It tries the keys that may have changed since the last cut only.
 func (c *Checker) cut(upTo int64, faults []histories.FaultWindow, last bool) []window {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []window
-	largest := 0
-	for _, o := range c.open {
-		if len(o.ops) == 0 {
-			continue
+	tries := c.dirty
+	c.dirty = map[slot]bool{}
+	if last {
+		for key := range c.open {
+			tries[key] = true
 		}
-		histories.SortOps(o.ops)
-		n := len(o.ops)
-		if !last {
-			n = linearizability.Cut(o.ops, faults, c.mode, upTo)
-		}
-		if n > 0 {
-			ops := o.ops[:n:n]
-			h := histories.History{Meta: c.meta, Ops: ops, Faults: during(faults, ops)}
-			out = append(out, window{h: h, from: o.carry})
-			o.carry = linearizability.CarryAfter(h, o.carry)
-			o.ops = slices.Clone(o.ops[n:])
-			c.status.Pending -= n
-		}
-		o.upTo = upTo
-		largest = max(largest, len(o.ops))
 	}
-	c.status.LargestPending = largest
+	for len(c.afters) > 0 && c.afters[0].at < upTo {
+		a := heap.Pop(&c.afters).(after)
+		if o := c.open[a.key]; o != nil && o.gen == a.gen {
+			tries[a.key] = true
+		}
+	}
+	ended := 0
+	for _, w := range faults {
+		if w.End != -1 {
+			ended++
+		}
+	}
+	if ended != c.ended {
+		c.ended = ended
+		for key := range c.faulted {
+			tries[key] = true
+		}
+	}
+	var out []window
+	for key := range tries {
+		if w, ok := c.try(key, c.open[key], upTo, faults, last); ok {
+			out = append(out, w)
+		}
+	}
 	c.merged.queued.Add(int64(len(out)))
 	return out
+}
+
+// try cuts key's window if it can end before upTo (whatever is left, when last), and
+// notes what the rest waits for.
+func (c *Checker) try(key slot, o *open, upTo int64, faults []histories.FaultWindow, last bool) (window, bool) {
+	o.upTo = upTo
+	if len(o.ops) == 0 || (o.hold == linearizability.HoldEnd && !last) {
+		return window{}, false // nothing, or nothing before the end: a write of unknown outcome stays open
+	}
+	if o.unsorted {
+		histories.SortOps(o.ops)
+		o.unsorted = false
+	}
+	n, hold, at := len(o.ops), linearizability.HoldNone, int64(0)
+	if !last {
+		n, hold, at = linearizability.Cut(o.ops, faults, c.mode, upTo)
+	}
+	o.gen++
+	o.hold = hold
+	delete(c.faulted, key)
+	switch hold {
+	case linearizability.HoldAfter:
+		heap.Push(&c.afters, after{at: at, key: key, gen: o.gen})
+	case linearizability.HoldFault:
+		c.faulted[key] = true
+	}
+	if n == 0 {
+		return window{}, false
+	}
+	ops := o.ops[:n:n]
+	h := histories.History{Meta: c.meta, Ops: ops, Faults: during(faults, ops)}
+	w := window{h: h, from: o.carry}
+	o.carry = linearizability.CarryAfter(h, o.carry)
+	o.ops = slices.Clone(o.ops[n:])
+	c.status.Pending -= n
+	return w, true
+}
+
+// before reports whether a comes before b in histories.SortOps' order.
+func before(a, b histories.Op) bool {
+	switch {
+	case a.Call != b.Call:
+		return a.Call < b.Call
+	case a.Return != b.Return:
+		return a.Return < b.Return
+	}
+	return a.Process < b.Process
 }
 
 // during is the fault windows that overlap ops' span.
