@@ -70,47 +70,81 @@ const (
 // hold says what the rest waits for; with HoldAfter, after is the moment past which the
 // run must have come (the latest return).
 func Cut(ops []histories.Op, faults []histories.FaultWindow, mode model.Fencing, upTo int64) (n int, hold Hold, after int64) {
-	believing := map[int]bool{}
-	var end int64 = -1
-	storeBlocked, faultBlocked := false, false
-	best := 0
-	for i, op := range ops {
-		if i > 0 && !storeBlocked && !faultBlocked && len(believing) == 0 && end < op.Call {
-			best = i
+	var c Cutter
+	return c.Cut(ops, faults, mode, upTo)
+}
+
+// Cutter is Cut for a key whose operations keep coming: it scans each operation once,
+// keeping what it learnt of those it has seen, so that trying a key again costs its new
+// operations only. Its zero value is ready; one Cutter serves one key.
+type Cutter struct {
+	believing    map[int]bool
+	end          int64
+	storeBlocked bool
+	faultBlocked bool
+	best, seen   int
+}
+
+// Cut is the package's Cut on ops, which must be the operations it was given last with
+// new ones after them, less the window it returned last (the operations it cut off are
+// gone from the front). After a fault ended, Reset it: a command held back by the fault
+// may no longer hold the window open.
+func (c *Cutter) Cut(ops []histories.Op, faults []histories.FaultWindow, mode model.Fencing, upTo int64) (n int, hold Hold, after int64) {
+	if c.believing == nil {
+		c.believing, c.end = map[int]bool{}, -1
+	}
+	for i := c.seen; i < len(ops); i++ {
+		op := ops[i]
+		if i > 0 && !c.storeBlocked && !c.faultBlocked && len(c.believing) == 0 && c.end < op.Call {
+			c.best = i
 		}
-		end = max(end, op.Return)
+		c.end = max(c.end, op.Return)
 		switch {
 		case op.Kind.IsStore():
 			if op.Outcome == histories.Unknown && !model.Inert(mode, registerInput(op)) {
-				storeBlocked = true
+				c.storeBlocked = true
 			}
 		case op.Kind == histories.Acquire && op.Outcome == histories.OK:
-			believing[op.Process] = true
+			c.believing[op.Process] = true
 		case (op.Kind == histories.Acquire || op.Kind == histories.Extend) && op.Outcome == histories.Unknown:
 			if heldBackActive(faults, op) {
-				faultBlocked = true
+				c.faultBlocked = true
 			}
 		case op.Kind == histories.Extend && op.Outcome == histories.OK:
 		case op.Kind == histories.Release, op.Kind == histories.Extend, op.Kind == histories.Crash:
-			delete(believing, op.Process)
+			delete(c.believing, op.Process)
 		case op.Kind.IsJob():
-			storeBlocked = true
+			c.storeBlocked = true
 		}
 	}
+	c.seen = len(ops)
+	n = c.best
 	switch {
 	case len(ops) == 0:
-		return 0, HoldNone, 0
-	case storeBlocked:
-		return best, HoldEnd, 0
-	case faultBlocked:
-		return best, HoldFault, 0
-	case len(believing) > 0:
-		return best, HoldOps, 0
-	case end >= upTo:
-		return best, HoldAfter, end
+		hold = HoldNone
+	case c.storeBlocked:
+		hold = HoldEnd
+	case c.faultBlocked:
+		hold = HoldFault
+	case len(c.believing) > 0:
+		hold = HoldOps
+	case c.end >= upTo:
+		hold, after = HoldAfter, c.end
+	default:
+		n = len(ops)
 	}
-	return len(ops), HoldNone, 0
+	// What was learnt holds for the operations left: nobody believed at the cut, nothing
+	// blocked it, and every return before it is before their calls.
+	c.seen -= n
+	c.best = 0
+	if n == len(ops) {
+		c.end = -1
+	}
+	return n, hold, after
 }
+
+// Reset forgets what the Cutter learnt: the next Cut scans every operation again.
+func (c *Cutter) Reset() { *c = Cutter{} }
 
 // heldBackActive reports whether a fault that may hold back op's command is still active.
 func heldBackActive(faults []histories.FaultWindow, op histories.Op) bool {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/linearizability"
@@ -34,6 +35,13 @@ type Options struct {
 	// Violation, if not nil, is called at once for each window with an illegal property,
 	// from the worker that checked it (calls may overlap).
 	Violation func(Violation)
+	// A key's window is cut once it holds MinWindow operations or its first operation was
+	// called MaxAge before the run's progress (Advance), whichever comes first: a window
+	// costs its check a fixed overhead, so windows of a few operations would cost more
+	// than the operations, while MaxAge bounds how late a violation is found. 0: 256
+	// operations and 1 s.
+	MinWindow int
+	MaxAge    time.Duration
 }
 
 // Violation is a window in which some property is illegal: the key's operations from one
@@ -76,11 +84,14 @@ type slot struct {
 // windows left.
 type open struct {
 	ops      []histories.Op
-	unsorted bool // an operation came out of call order: sort before cutting
+	unsorted bool    // an operation came out of call order: sort before cutting
+	last     sortKey // the last operation added
 	carry    linearizability.Carry
+	cutter   linearizability.Cutter
 	upTo     int64                // the last cut was made with every operation called before upTo added
 	hold     linearizability.Hold // what the rest waited for at the last try
 	gen      int                  // tries so far: an entry of Checker.afters from an earlier one is stale
+	due      int64                // the moment it waits for in Checker.afters, while too small to cut
 }
 
 // after is a key waiting for the run to come past a moment before its window can end.
@@ -125,6 +136,7 @@ type Checker struct {
 	// those with new operations, those whose wait for the run's progress is over, and,
 	// once a fault ended, those waiting for one.
 	dirty   map[slot]bool
+	spare   map[slot]bool // the dirty map of the cut before, emptied, for the next
 	afters  afterHeap
 	faulted map[slot]bool
 	ended   int // fault windows seen ended at the last cut
@@ -143,6 +155,8 @@ func New(meta histories.Meta, opts Options) (*Checker, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
+	opts.MinWindow = cmp.Or(opts.MinWindow, 256)
+	opts.MaxAge = cmp.Or(opts.MaxAge, time.Second)
 	opts.Check.HTMLPath = ""
 	c := &Checker{meta: meta, mode: mode, opts: opts, open: map[slot]*open{}, work: make(chan window, opts.Workers*64),
 		dirty: map[slot]bool{}, faulted: map[slot]bool{}}
@@ -176,9 +190,10 @@ func (c *Checker) Add(op histories.Op) error {
 		c.open[key] = o
 	}
 	c.dirty[key] = true
-	if n := len(o.ops); n > 0 && before(op, o.ops[n-1]) {
+	if len(o.ops) > 0 && before(op, o.last) {
 		o.unsorted = true
 	}
+	o.last = sortKey{op.Call, op.Return, op.Process}
 	if op.Call < o.upTo {
 		c.status.Late++
 		if len(c.late) < 3 {
@@ -241,7 +256,11 @@ func (c *Checker) cut(upTo int64, faults []histories.FaultWindow, last bool) []w
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	tries := c.dirty
-	c.dirty = map[slot]bool{}
+	c.dirty, c.spare = c.spare, nil // the other map, emptied below once tried
+	if c.dirty == nil {
+		c.dirty = map[slot]bool{}
+	}
+	defer func() { clear(tries); c.spare = tries }()
 	if last {
 		for key := range c.open {
 			tries[key] = true
@@ -282,13 +301,24 @@ func (c *Checker) try(key slot, o *open, upTo int64, faults []histories.FaultWin
 	if len(o.ops) == 0 || (o.hold == linearizability.HoldEnd && !last) {
 		return window{}, false // nothing, or nothing before the end: a write of unknown outcome stays open
 	}
-	if o.unsorted {
+	if due := o.ops[0].Call + int64(c.opts.MaxAge); !last && len(o.ops) < c.opts.MinWindow && upTo < due {
+		if o.due != due { // tried again once the run is past due
+			o.gen++
+			o.due = due
+			heap.Push(&c.afters, after{at: due - 1, key: key, gen: o.gen})
+		}
+		return window{}, false
+	}
+	o.due = 0
+	if o.unsorted || o.hold == linearizability.HoldFault {
+		// Out of order, or held by a fault that may have ended: scan it all again.
 		histories.SortOps(o.ops)
 		o.unsorted = false
+		o.cutter.Reset()
 	}
 	n, hold, at := len(o.ops), linearizability.HoldNone, int64(0)
 	if !last {
-		n, hold, at = linearizability.Cut(o.ops, faults, c.mode, upTo)
+		n, hold, at = o.cutter.Cut(o.ops, faults, c.mode, upTo)
 	}
 	o.gen++
 	o.hold = hold
@@ -306,20 +336,28 @@ func (c *Checker) try(key slot, o *open, upTo int64, faults []histories.FaultWin
 	h := histories.History{Meta: c.meta, Ops: ops, Faults: during(faults, ops)}
 	w := window{h: h, from: o.carry}
 	o.carry = linearizability.CarryAfter(h, o.carry)
-	o.ops = slices.Clone(o.ops[n:])
+	// The rest in a slice of its own (the window keeps its part), with room for a window's
+	// worth of operations to come.
+	o.ops = append(make([]histories.Op, 0, len(o.ops)-n+max(n, 16)), o.ops[n:]...)
 	c.status.Pending -= n
 	return w, true
 }
 
-// before reports whether a comes before b in histories.SortOps' order.
-func before(a, b histories.Op) bool {
+// sortKey is where an operation goes in histories.SortOps' order.
+type sortKey struct {
+	call, ret int64
+	process   int
+}
+
+// before reports whether op comes before the operation at k in histories.SortOps' order.
+func before(op histories.Op, k sortKey) bool {
 	switch {
-	case a.Call != b.Call:
-		return a.Call < b.Call
-	case a.Return != b.Return:
-		return a.Return < b.Return
+	case op.Call != k.call:
+		return op.Call < k.call
+	case op.Return != k.ret:
+		return op.Return < k.ret
 	}
-	return a.Process < b.Process
+	return op.Process < k.process
 }
 
 // during is the fault windows that overlap ops' span.

@@ -76,19 +76,63 @@ func Sorted(meta histories.Meta, faults []histories.FaultWindow, every int, opts
 		return linearizability.Result{}, Status{}, err
 	}
 	every = max(every, 1)
+	// Reading (parsing, for a file) goes on in a goroutine of its own, a batch at a time,
+	// while this one adds and cuts.
+	batches := make(chan []histories.Op, 4)
+	stop := make(chan struct{})
+	read := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		batch := make([]histories.Op, 0, 1024)
+		err := each(func(op histories.Op) error {
+			if batch = append(batch, op); len(batch) == cap(batch) {
+				select {
+				case batches <- batch:
+				case <-stop:
+					return errStopped
+				}
+				batch = make([]histories.Op, 0, 1024)
+			}
+			return nil
+		})
+		if len(batch) > 0 && err == nil {
+			batches <- batch
+		}
+		read <- err
+	}()
 	var n int
 	var last int64
-	feedErr := each(func(op histories.Op) error {
-		if n > 0 && op.Call < last {
-			return fmt.Errorf("operation %d called at %d ns, before the one above it (%d ns): not in call order", n+1, op.Call, last)
+	var feedErr error
+	for batch := range batches {
+		for _, op := range batch {
+			if feedErr != nil {
+				break
+			}
+			switch {
+			case n > 0 && op.Call < last:
+				feedErr = fmt.Errorf("operation %d called at %d ns, before the one above it (%d ns): not in call order", n+1, op.Call, last)
+			case n > 0 && n%every == 0:
+				c.Advance(op.Call, faultsAt(faults, op.Call))
+			}
+			if feedErr == nil {
+				last = op.Call
+				n++
+				feedErr = c.Add(op)
+			}
 		}
-		if n > 0 && n%every == 0 {
-			c.Advance(op.Call, faultsAt(faults, op.Call))
+		if feedErr != nil {
+			close(stop)
+			for range batches { // let the reader end
+			}
+			break
 		}
-		last = op.Call
-		n++
-		return c.Add(op)
-	})
+	}
+	readErr := <-read
+	if errors.Is(readErr, errStopped) {
+		readErr = nil
+	}
 	res, err := c.Close(faults)
-	return res, c.Status(), errors.Join(feedErr, err)
+	return res, c.Status(), errors.Join(readErr, feedErr, err)
 }
+
+var errStopped = errors.New("stopped")
