@@ -137,6 +137,7 @@ func BenchmarkRecordingOverhead(b *testing.B) {
 	}
 	b.ReportMetric(0, "ns/op") // one iteration is all the rounds: its time says nothing
 	b.ReportMetric(median(ratios), "recorded/unrecorded")
+	b.ReportMetric(iqr(ratios), "recorded/unrecorded-iqr")
 	b.ReportMetric(median(recorded), "recorded-ops/s")
 	b.ReportMetric(median(unrecorded), "unrecorded-ops/s")
 }
@@ -211,6 +212,17 @@ func fmtRatios(xs []float64) string {
 }
 
 // median of xs, which must not be empty.
+// iqr is the spread of xs: the distance between its first and third quartiles (nearest
+// rank), so that a ratio is printed with how far its rounds strayed.
+func iqr(xs []float64) float64 {
+	xs = slices.Sorted(slices.Values(xs))
+	if len(xs) == 0 {
+		return 0
+	}
+	q := func(p float64) float64 { return xs[min(len(xs)-1, int(p*float64(len(xs))))] }
+	return q(0.75) - q(0.25)
+}
+
 func median(xs []float64) float64 {
 	xs = slices.Sorted(slices.Values(xs))
 	if n := len(xs); n%2 == 0 {

@@ -33,8 +33,10 @@ func details(res results) string {
 	}
 	row("check of 1,000,000 operations: operations per second", "BenchmarkCheckMillion", "ops/s", "")
 	row("check of 10,000 operations on one key: peak resident memory", "BenchmarkCheckSingleKey", "rss-MB", "MB")
+	row("recorded ÷ unrecorded: spread of the pairs (interquartile range)", "BenchmarkRecordingOverhead", "recorded/unrecorded-iqr", "")
 	row("workload, recorded: lock operations per second", "BenchmarkRecordingOverhead", "recorded-ops/s", "")
 	row("workload, unrecorded: lock operations per second", "BenchmarkRecordingOverhead", "unrecorded-ops/s", "")
+	row("harness ÷ redis-benchmark: spread of the rounds (interquartile range)", "BenchmarkHarnessThroughput", "harness/redis-benchmark-iqr", "")
 	row("harness, 16 clients: lock operations per second", "BenchmarkHarnessThroughput", "lockops/s", "")
 	row("redis-benchmark SET NX PX, 16 clients: operations per second", "BenchmarkHarnessThroughput", "redis-benchmark-ops/s", "")
 	row("harness through the clients' Toxiproxy links, as a run has them: lock operations per second", "BenchmarkHarnessThroughput", "linked-lockops/s", "")
