@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,5 +112,55 @@ func TestOnlineRunFindsEachStrikeAsItHappens(t *testing.T) {
 				t.Errorf("%d windows broke P2 with fencing full", p2dirs)
 			}
 		})
+	}
+}
+
+// TestOnlineRunInterrupted: a long run cut short (Ctrl-C, SIGTERM) ends with everything
+// it recorded written and checked: the error says it was interrupted, and its result is
+// that of an offline check of its segments.
+func TestOnlineRunInterrupted(t *testing.T) {
+	p := recurringPause("off")
+	p.Duration = plan.D(time.Minute)
+	r, err := p.Resolve(locks.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	progressed := make(chan struct{}, 1)
+	rep, err := Run(ctx, r, Options{Backend: clustertest.Backend(t), Dir: dir, Online: &Online{Progress: func(p Progress) {
+		if p.Elapsed > 3*time.Second && p.Violations > 0 { // a strike has been found: stop here
+			select {
+			case progressed <- struct{}{}:
+				cancel()
+			default:
+			}
+		}
+	}}})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err %v, want it interrupted", err)
+	}
+	if rep.Ops == 0 || rep.EndedEarly == "" {
+		t.Fatalf("report %+v", rep)
+	}
+	offline, err := histories.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := linearizability.Check(offline, linearizability.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want.Properties {
+		if g, _ := rep.Result.Property(w.Property); g.Verdict != w.Verdict {
+			t.Errorf("%s: online %s, offline %s", w.Property, g.Verdict, w.Verdict)
+		}
+	}
+	if p2, _ := rep.Result.Property(linearizability.P2); p2.Verdict != linearizability.Illegal {
+		t.Errorf("P2 %s, want the strike's lost update", p2.Verdict)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ResultFile)); err != nil {
+		t.Error(err)
 	}
 }

@@ -83,7 +83,13 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 				fmt.Fprintf(w, "violations: %s\n", filepath.Join(dir, runner.ViolationsDir))
 			}
 			if runErr != nil {
-				return &statusError{exitError, fmt.Errorf("soak: %w; evidence in %s", runErr, dir)}
+				// Cut short (Ctrl-C, SIGTERM) or failed: what was recorded is checked, and a
+				// violation found is a violation all the same.
+				code := exitError
+				if rep.Result.Violation() {
+					code = exitViolation
+				}
+				return &statusError{code, fmt.Errorf("soak: %w; evidence in %s", runErr, dir)}
 			}
 			return verdictStatus(rep.Result)
 		},
