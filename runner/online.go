@@ -184,7 +184,7 @@ func (l *live) fail(err error) {
 
 // finish writes and checks the rest once the clients stopped and the faults healed (h:
 // the recorder's history, faults only), and returns the run's result.
-func (l *live) finish(h histories.History) (linearizability.Result, int, error) {
+func (l *live) finish(h histories.History) (linearizability.Result, online.Status, error) {
 	l.finished.Store(true)
 	l.step(histories.Infinity, h.Faults, nil)
 	res, cerr := l.checker.Close(h.Faults)
@@ -197,7 +197,7 @@ func (l *live) finish(h histories.History) (linearizability.Result, int, error) 
 	if l.opts.Progress != nil {
 		l.opts.Progress(p)
 	}
-	return res, int(p.Ops), errors.Join(errs...)
+	return res, p.Status, errors.Join(errs...)
 }
 
 // log appends p to the run's progress log.

@@ -21,6 +21,7 @@ import (
 	"github.com/locklab/locklab/histories"
 	"github.com/locklab/locklab/internal/jsonfile"
 	"github.com/locklab/locklab/linearizability"
+	"github.com/locklab/locklab/linearizability/online"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/plan"
 	"github.com/locklab/locklab/timeline"
@@ -115,6 +116,9 @@ type Report struct {
 	// long makes the run's verdicts about this machine rather than the lock ("" when not).
 	Stall     time.Duration `json:"stall_ns"`
 	Perturbed string        `json:"perturbed,omitempty"`
+	// Online is a long run's checking at its end: windows checked, the largest, the
+	// largest left open, violations (nil for a run checked whole).
+	Online *online.Status `json:"online,omitempty"`
 }
 
 // Run runs a resolved plan on real servers, checks the history and, with opts.Dir,
@@ -160,7 +164,7 @@ func Run(ctx context.Context, r *plan.Resolved, opts Options) (rep Report, err e
 	rep.RunTime = time.Duration(lastReturn(h))
 
 	if x.online != nil {
-		rep.Ops, rep.Result, rep.RunTime = x.online.ops, x.online.result, x.ran
+		rep.Ops, rep.Result, rep.RunTime, rep.Online = x.online.ops, x.online.result, x.ran, &x.online.status
 		err = errors.Join(x.online.err, keepOnline(opts, h, &rep))
 	} else {
 		copts := linearizability.Options{Timeout: opts.CheckTimeout}
@@ -271,6 +275,7 @@ type executed struct {
 
 type onlineResult struct {
 	result linearizability.Result
+	status online.Status
 	ops    int
 	err    error
 }
@@ -446,8 +451,8 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 	endLive()
 	x := executed{clocked: true, ran: ran, stall: stall, where: where, history: rec.History()}
 	if lv != nil {
-		res, ops, err := lv.finish(x.history)
-		x.online = &onlineResult{res, ops, err}
+		res, st, err := lv.finish(x.history)
+		x.online = &onlineResult{res, st, int(st.Ops), err}
 	}
 	if _, err := removeKeys(context.Background(), cl, ns); err != nil {
 		x.warnings = append(x.warnings, err.Error())

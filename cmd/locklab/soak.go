@@ -79,6 +79,10 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 			w := cmd.OutOrStdout()
 			if rep.Ops > 0 || runErr == nil {
 				fmt.Fprintf(w, "%s: %d operations in %s, %d fault windows\n", dir, rep.Ops, rep.RunTime.Round(time.Second), rep.Faults)
+				if st := rep.Online; st != nil {
+					fmt.Fprintf(w, "checked in %d windows, the largest %d operations (at most %d operations of a key waited for their window); %d windows with a violation\n",
+						st.Windows, st.LargestWindow, st.PeakPending, st.Violations)
+				}
 				fmt.Fprint(w, rep.Result.String())
 				fmt.Fprintf(w, "violations: %s\n", filepath.Join(dir, runner.ViolationsDir))
 			}

@@ -59,6 +59,7 @@ type Status struct {
 	Pending        int   `json:"pending"`         // operations added that are in no cut window yet
 	LargestPending int   `json:"largest_pending"` // the most operations one key's open window holds now
 	LargestWindow  int   `json:"largest_window"`  // the most operations a window checked so far held
+	PeakPending    int   `json:"peak_pending"`    // the most operations one key's open window ever held
 	Violations     int64 `json:"violations"`      // windows with an illegal property
 	// Late counts operations that arrived after a window that should have held them was
 	// cut: the caller advanced past an operation still in flight. Close reports them.
@@ -202,6 +203,7 @@ func (c *Checker) Add(op histories.Op) error {
 	}
 	o.ops = append(o.ops, op)
 	c.status.Pending++
+	c.status.PeakPending = max(c.status.PeakPending, len(o.ops))
 	return nil
 }
 
