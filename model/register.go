@@ -185,16 +185,19 @@ func Inert(mode Fencing, in RegisterInput) bool {
 // that explains them, when every operation of unknown outcome among them is Inert: each
 // accepted write overwrote the value before it (a lost update is illegal), so the writes
 // answered ok chain from the start's value, and the chain ends at the one value written
-// more often than overwritten (the start's when there is none); the largest fence is the
-// largest one the rule tracked. ops that no order explains get a state all the same, for
-// the windows after an illegal one.
+// once more than overwritten (the start's when there is none); the largest fence is the
+// largest one the rule tracked. ops (in call order) that no order explains get a state
+// all the same, for the windows after an illegal one: when the writes do not chain, the
+// value of the last operation answered ok, as the store most likely holds it.
 func RegisterAfter(mode Fencing, start RegisterState, ops []RegisterInput, outs []RegisterOutput) RegisterState {
 	net := map[int64]int{}
 	s := start
+	lastOK := -1
 	for i, in := range ops {
 		if outs[i].Outcome != OK {
 			continue
 		}
+		lastOK = i
 		if in.Kind == Write && in.Value != in.Base {
 			net[in.Value]++
 			net[in.Base]--
@@ -203,10 +206,25 @@ func RegisterAfter(mode Fencing, start RegisterState, ops []RegisterInput, outs 
 			s.MaxFence = max(s.MaxFence, in.Fence)
 		}
 	}
-	found := false
+	var ends []int64
+	chain := true
 	for v, n := range net {
-		if n > 0 && (!found || v < s.Value) { // one in a legal history; the least otherwise
-			s.Value, found = v, true
+		switch {
+		case n == 1:
+			ends = append(ends, v)
+		case n == -1 && v == start.Value:
+		case n != 0:
+			chain = false
+		}
+	}
+	switch {
+	case chain && len(ends) == 1 && net[start.Value] == -1:
+		s.Value = ends[0]
+	case chain && len(ends) == 0 && net[start.Value] == 0:
+	case lastOK >= 0: // no chain: an illegal window
+		s.Value = ops[lastOK].Value
+		if ops[lastOK].Kind == Read {
+			s.Value = outs[lastOK].Value
 		}
 	}
 	return s
