@@ -8,12 +8,12 @@ import (
 )
 
 // A window is a stretch of one key's history checked on its own, while the run goes on
-// (package linearizability/online). Cut says where a window may end: at an instant t that
-// no operation of the window spans, so that every order of the whole history is an order
-// of the window followed by an order of the rest, and at which every property's state is
-// the same in each of those orders, so that the next window can start from it (Carry).
-// Checking the windows one after the other then gives the verdicts of checking the whole
-// history at once:
+// (package linearizability/online, whose Cutter says where a window may end): at an
+// instant t that no operation of the window spans, so that every order of the whole
+// history is an order of the window followed by an order of the rest, and at which every
+// property's state is the same in each of those orders, so that the next window can start
+// from it (Carry). Checking the windows one after the other then gives the verdicts of
+// checking the whole history at once:
 //
 //   - P1: nobody believes at t, so the lock is free in every order. An operation of
 //     unknown outcome ends no belief it did not end by its call (an extend's keeps it, a
@@ -31,6 +31,11 @@ import (
 //
 // Job operations (P4, P5) are about the whole run's ledger and have no windows.
 
+// HoldsCommands reports whether fault window w can hold back client's commands to a lock
+// server (see heldBack): while one is active, an acquire or extend of unknown outcome
+// that it overlapped may still take effect, and no window may end after it.
+func HoldsCommands(w histories.FaultWindow, client int) bool { return holdsCommands(w, client) }
+
 // Carry is what the windows of one key before a window left behind: the state its
 // properties start from. The zero Carry is a key nothing happened to yet.
 type Carry struct {
@@ -45,115 +50,6 @@ type Carry struct {
 
 func (c Carry) zero() bool {
 	return c.Register == (model.RegisterState{}) && c.LastFence == 0 && !c.attempted && len(c.letGos) == 0
-}
-
-// Hold is what the rest of a key's operations wait for before a window can end after the
-// last of them, when Cut could not end one there.
-type Hold int
-
-// The holds, from the first that applies: the history's end (a store operation of
-// unknown outcome that may still take effect), a fault's end (one that may hold back a
-// command of unknown outcome), more operations (someone believes), or the run's progress
-// past the latest return (Cut's After).
-const (
-	HoldNone Hold = iota
-	HoldEnd
-	HoldFault
-	HoldOps
-	HoldAfter
-)
-
-// Cut is how many of ops, one key's operations in call order, make a window that ends
-// before upTo and can be checked on its own (see above): the largest such prefix, 0 if
-// none. Every operation called before upTo must be among ops. faults are the run's fault
-// windows so far (End -1: still active). When the window cannot take every operation,
-// hold says what the rest waits for; with HoldAfter, after is the moment past which the
-// run must have come (the latest return).
-func Cut(ops []histories.Op, faults []histories.FaultWindow, mode model.Fencing, upTo int64) (n int, hold Hold, after int64) {
-	var c Cutter
-	return c.Cut(ops, faults, mode, upTo)
-}
-
-// Cutter is Cut for a key whose operations keep coming: it scans each operation once,
-// keeping what it learnt of those it has seen, so that trying a key again costs its new
-// operations only. Its zero value is ready; one Cutter serves one key.
-type Cutter struct {
-	believing    map[int]bool
-	end          int64
-	storeBlocked bool
-	faultBlocked bool
-	best, seen   int
-}
-
-// Cut is the package's Cut on ops, which must be the operations it was given last with
-// new ones after them, less the window it returned last (the operations it cut off are
-// gone from the front). After a fault ended, Reset it: a command held back by the fault
-// may no longer hold the window open.
-func (c *Cutter) Cut(ops []histories.Op, faults []histories.FaultWindow, mode model.Fencing, upTo int64) (n int, hold Hold, after int64) {
-	if c.believing == nil {
-		c.believing, c.end = map[int]bool{}, -1
-	}
-	for i := c.seen; i < len(ops); i++ {
-		op := ops[i]
-		if i > 0 && !c.storeBlocked && !c.faultBlocked && len(c.believing) == 0 && c.end < op.Call {
-			c.best = i
-		}
-		c.end = max(c.end, op.Return)
-		switch {
-		case op.Kind.IsStore():
-			if op.Outcome == histories.Unknown && !model.Inert(mode, registerInput(op)) {
-				c.storeBlocked = true
-			}
-		case op.Kind == histories.Acquire && op.Outcome == histories.OK:
-			c.believing[op.Process] = true
-		case (op.Kind == histories.Acquire || op.Kind == histories.Extend) && op.Outcome == histories.Unknown:
-			if heldBackActive(faults, op) {
-				c.faultBlocked = true
-			}
-		case op.Kind == histories.Extend && op.Outcome == histories.OK:
-		case op.Kind == histories.Release, op.Kind == histories.Extend, op.Kind == histories.Crash:
-			delete(c.believing, op.Process)
-		case op.Kind.IsJob():
-			c.storeBlocked = true
-		}
-	}
-	c.seen = len(ops)
-	n = c.best
-	switch {
-	case len(ops) == 0:
-		hold = HoldNone
-	case c.storeBlocked:
-		hold = HoldEnd
-	case c.faultBlocked:
-		hold = HoldFault
-	case len(c.believing) > 0:
-		hold = HoldOps
-	case c.end >= upTo:
-		hold, after = HoldAfter, c.end
-	default:
-		n = len(ops)
-	}
-	// What was learnt holds for the operations left: nobody believed at the cut, nothing
-	// blocked it, and every return before it is before their calls.
-	c.seen -= n
-	c.best = 0
-	if n == len(ops) {
-		c.end = -1
-	}
-	return n, hold, after
-}
-
-// Reset forgets what the Cutter learnt: the next Cut scans every operation again.
-func (c *Cutter) Reset() { *c = Cutter{} }
-
-// heldBackActive reports whether a fault that may hold back op's command is still active.
-func heldBackActive(faults []histories.FaultWindow, op histories.Op) bool {
-	for _, w := range faults {
-		if w.End == -1 && w.Start <= op.Return && holdsCommands(w, op.Client) {
-			return true
-		}
-	}
-	return false
 }
 
 func registerInput(op histories.Op) model.RegisterInput {

@@ -1,7 +1,7 @@
 // Package online checks a history while it is recorded, for runs of hours or days whose
 // history never fits in memory at once. Each key's lock operations and store operations
 // are cut into windows at instants where a cut is sound for every property
-// (linearizability.Cut), each window is checked from the state the key's earlier windows
+// (Cutter), each window is checked from the state the key's earlier windows
 // left (linearizability.CheckFrom) on a bounded pool of workers, and only the operations
 // of windows still open are kept. The verdicts are those of linearizability.Check on the
 // whole history; a violation is reported as soon as its window is checked.
@@ -88,11 +88,11 @@ type open struct {
 	unsorted bool    // an operation came out of call order: sort before cutting
 	last     sortKey // the last operation added
 	carry    linearizability.Carry
-	cutter   linearizability.Cutter
-	upTo     int64                // the last cut was made with every operation called before upTo added
-	hold     linearizability.Hold // what the rest waited for at the last try
-	gen      int                  // tries so far: an entry of Checker.afters from an earlier one is stale
-	due      int64                // the moment it waits for in Checker.afters, while too small to cut
+	cutter   Cutter
+	upTo     int64 // the last cut was made with every operation called before upTo added
+	hold     Hold  // what the rest waited for at the last try
+	gen      int   // tries so far: an entry of Checker.afters from an earlier one is stale
+	due      int64 // the moment it waits for in Checker.afters, while too small to cut
 }
 
 // after is a key waiting for the run to come past a moment before its window can end.
@@ -300,7 +300,7 @@ func (c *Checker) cut(upTo int64, faults []histories.FaultWindow, last bool) []w
 // notes what the rest waits for.
 func (c *Checker) try(key slot, o *open, upTo int64, faults []histories.FaultWindow, last bool) (window, bool) {
 	o.upTo = upTo
-	if len(o.ops) == 0 || (o.hold == linearizability.HoldEnd && !last) {
+	if len(o.ops) == 0 || (o.hold == HoldEnd && !last) {
 		return window{}, false // nothing, or nothing before the end: a write of unknown outcome stays open
 	}
 	if due := o.ops[0].Call + int64(c.opts.MaxAge); !last && len(o.ops) < c.opts.MinWindow && upTo < due {
@@ -312,13 +312,13 @@ func (c *Checker) try(key slot, o *open, upTo int64, faults []histories.FaultWin
 		return window{}, false
 	}
 	o.due = 0
-	if o.unsorted || o.hold == linearizability.HoldFault {
+	if o.unsorted || o.hold == HoldFault {
 		// Out of order, or held by a fault that may have ended: scan it all again.
 		histories.SortOps(o.ops)
 		o.unsorted = false
 		o.cutter.Reset()
 	}
-	n, hold, at := len(o.ops), linearizability.HoldNone, int64(0)
+	n, hold, at := len(o.ops), HoldNone, int64(0)
 	if !last {
 		n, hold, at = o.cutter.Cut(o.ops, faults, c.mode, upTo)
 	}
@@ -326,9 +326,9 @@ func (c *Checker) try(key slot, o *open, upTo int64, faults []histories.FaultWin
 	o.hold = hold
 	delete(c.faulted, key)
 	switch hold {
-	case linearizability.HoldAfter:
+	case HoldAfter:
 		heap.Push(&c.afters, after{at: at, key: key, gen: o.gen})
-	case linearizability.HoldFault:
+	case HoldFault:
 		c.faulted[key] = true
 	}
 	if n == 0 {
