@@ -17,7 +17,7 @@ import (
 func newCheckCmd() *cobra.Command {
 	var html, svg string
 	var timeout time.Duration
-	var windows bool
+	var windows, whole bool
 	cmd := &cobra.Command{
 		Use:   "check DIR|FILE",
 		Short: "Re-check a saved run directory or history file offline",
@@ -32,7 +32,7 @@ Exit status: 0 no violation, 1 violation, 2 error, 3 timeout.`,
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			if windows || segmented || size > streamAbove {
+			if !whole && (windows || segmented || size > streamAbove) {
 				return checkWindows(cmd, args[0], timeout)
 			}
 			h, err := histories.Load(args[0])
@@ -74,6 +74,7 @@ Exit status: 0 no violation, 1 violation, 2 error, 3 timeout.`,
 	cmd.Flags().StringVar(&svg, "timeline", "", "write the run's timeline picture (SVG) here (default: DIR/recheck-timeline.svg for a directory)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "checker timeout per property (0: default); a timeout is unknown, never a pass")
 	cmd.Flags().BoolVar(&windows, "windows", false, "check the history as it is read, in windows, without holding it (the default for a long run's segments and histories over 512 MB)")
+	cmd.Flags().BoolVar(&whole, "whole", false, "check the history whole, held in memory, even a long run's segments (the check the windows are measured against)")
 	return cmd
 }
 
