@@ -174,6 +174,12 @@ func (c *Checker) Add(op histories.Op) error {
 	if err := op.Validate(); err != nil {
 		return fmt.Errorf("online check: %w", err)
 	}
+	return c.add(&op)
+}
+
+// add is Add of an operation already validated (read from a history file, which
+// validates every line).
+func (c *Checker) add(op *histories.Op) error {
 	if op.Kind.IsJob() {
 		return fmt.Errorf("online check: %s of %q: the job-queue workload is checked on the whole history, not online", op.Kind, op.Key)
 	}
@@ -201,7 +207,7 @@ func (c *Checker) Add(op histories.Op) error {
 			c.late = append(c.late, fmt.Sprintf("%s of %q by process %d called at %d ns, after its key was cut at %d ns", op.Kind, op.Key, op.Process, op.Call, o.upTo))
 		}
 	}
-	o.ops = append(o.ops, op)
+	o.ops = append(o.ops, *op)
 	c.status.Pending++
 	c.status.PeakPending = max(c.status.PeakPending, len(o.ops))
 	return nil
@@ -352,7 +358,7 @@ type sortKey struct {
 }
 
 // before reports whether op comes before the operation at k in histories.SortOps' order.
-func before(op histories.Op, k sortKey) bool {
+func before(op *histories.Op, k sortKey) bool {
 	switch {
 	case op.Call != k.call:
 		return op.Call < k.call

@@ -104,7 +104,8 @@ func Sorted(meta histories.Meta, faults []histories.FaultWindow, every int, opts
 	var last int64
 	var feedErr error
 	for batch := range batches {
-		for _, op := range batch {
+		for i := range batch {
+			op := &batch[i]
 			if feedErr != nil {
 				break
 			}
@@ -117,7 +118,11 @@ func Sorted(meta histories.Meta, faults []histories.FaultWindow, every int, opts
 			if feedErr == nil {
 				last = op.Call
 				n++
-				feedErr = c.Add(op)
+				if feedErr = op.Validate(); feedErr != nil {
+					feedErr = fmt.Errorf("operation %d: %w", n, feedErr)
+				} else {
+					feedErr = c.add(op)
+				}
 			}
 		}
 		if feedErr != nil {
