@@ -119,7 +119,7 @@ func Sorted(meta histories.Meta, faults []histories.FaultWindow, every int, opts
 				last = op.Call
 				n++
 				if feedErr = op.Validate(); feedErr != nil {
-					feedErr = fmt.Errorf("operation %d: %w", n, feedErr)
+					feedErr = fmt.Errorf("operation %d: %w", n+1, feedErr)
 				} else {
 					feedErr = c.add(op)
 				}
