@@ -345,8 +345,13 @@ func (c *Checker) try(key slot, o *open, upTo int64, faults []histories.FaultWin
 	w := window{h: h, from: o.carry}
 	o.carry = linearizability.CarryAfter(h, o.carry)
 	// The rest in a slice of its own (the window keeps its part), with room for a window's
-	// worth of operations to come.
-	o.ops = append(make([]histories.Op, 0, len(o.ops)-n+max(n, 16)), o.ops[n:]...)
+	// worth of operations to come; none for a key left idle, so that ten thousand keys
+	// that had their turn hold nothing.
+	if rest := o.ops[n:]; len(rest) > 0 {
+		o.ops = append(make([]histories.Op, 0, len(rest)+max(n, 16)), rest...)
+	} else {
+		o.ops = nil
+	}
 	c.status.Pending -= n
 	return w, true
 }
