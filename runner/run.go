@@ -436,12 +436,15 @@ func execute(ctx context.Context, r *plan.Resolved, cl *cluster.Cluster, opts Op
 
 	mon := startMonitor(cl, rec.Acting)
 	start := time.Now()
-	pumped := make(chan struct{})
+	pumped, pumpDone := make(chan struct{}), make(chan struct{})
 	if lv != nil {
-		go lv.pump(rec, pumped)
+		go func() { lv.pump(rec, pumped); close(pumpDone) }()
+	} else {
+		close(pumpDone)
 	}
 	werr := workload.Run(runCtx, stop, wcfg)
 	close(pumped)
+	<-pumpDone // finish hands out the rest: no step of the pump may come after it
 	ran := time.Since(start)
 	stall, where := mon.end()
 	herr := sched.Stop()
