@@ -52,7 +52,7 @@ func TestOnlineRunFindsEachStrikeAsItHappens(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			rep, err := Run(ctx, r, Options{Backend: clustertest.Backend(t), Dir: dir, Online: &Online{
-				SegmentOps: 500, Progress: func(p Progress) { last = p },
+				SegmentOps: 50, Progress: func(p Progress) { last = p },
 			}})
 			if err != nil {
 				t.Fatal(err)
@@ -67,8 +67,8 @@ func TestOnlineRunFindsEachStrikeAsItHappens(t *testing.T) {
 				t.Errorf("P1 %s, want illegal: client 0 believed through every strike", p1.Verdict)
 			}
 			segs, _ := histories.Segments(dir)
-			if len(segs) < 2 || rep.Ops < 500 {
-				t.Errorf("%d operations in %d segments of 500: want several segments", rep.Ops, len(segs))
+			if want := (rep.Ops + 49) / 50; len(segs) != want || want < 2 {
+				t.Errorf("%d operations in %d segments of 50, want %d (at least 2)", rep.Ops, len(segs), want)
 			}
 			offline, err := histories.Load(dir)
 			if err != nil {
