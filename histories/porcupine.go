@@ -157,11 +157,15 @@ func (s Selection) Convert(h History, idx []int, lanes map[int]int) []porcupine.
 }
 
 func storeInOut(op Op) (any, any) {
-	in := model.RegisterInput{
+	return op.RegisterInput(), model.RegisterOutput{Outcome: model.Outcome(op.Outcome), Value: op.Output.Value}
+}
+
+// RegisterInput is op, a read or write, as the locked register's model takes it.
+func (op Op) RegisterInput() model.RegisterInput {
+	return model.RegisterInput{
 		Key: op.Key, Kind: model.Kind(op.Kind), Process: op.Process,
 		Fence: op.Input.Fence, Value: op.Input.Value, Base: op.Input.Base,
 	}
-	return in, model.RegisterOutput{Outcome: model.Outcome(op.Outcome), Value: op.Output.Value}
 }
 
 // lockInOut builds the lock model's input and output. The process is the believer: the

@@ -189,7 +189,7 @@ func heldBack(h histories.History, op histories.Op) (int64, histories.FaultWindo
 	var which histories.FaultWindow
 	found := false
 	for _, w := range h.Faults {
-		if w.Start > op.Return || (w.End != -1 && w.End < op.Call) || !holdsCommands(w, op.Client) {
+		if w.Start > op.Return || (w.End != -1 && w.End < op.Call) || !HoldsCommands(w, op.Client) {
 			continue
 		}
 		end := w.End
@@ -203,10 +203,11 @@ func heldBack(h histories.History, op histories.Op) (int64, histories.FaultWindo
 	return until, which, found
 }
 
-// holdsCommands reports whether fault window w can hold back client's commands to a lock
+// HoldsCommands reports whether fault window w can hold back client's commands to a lock
 // server: a server pause of one, or latency or a black hole on a link that may be one of
-// the client's links to one.
-func holdsCommands(w histories.FaultWindow, client int) bool {
+// the client's links to one. While one is active, an acquire or extend of unknown
+// outcome it overlapped may still take effect (online.Cutter ends no window after it).
+func HoldsCommands(w histories.FaultWindow, client int) bool {
 	switch w.Kind {
 	case "server-pause":
 		return w.Target != "store"

@@ -31,11 +31,6 @@ import (
 //
 // Job operations (P4, P5) are about the whole run's ledger and have no windows.
 
-// HoldsCommands reports whether fault window w can hold back client's commands to a lock
-// server (see heldBack): while one is active, an acquire or extend of unknown outcome
-// that it overlapped may still take effect, and no window may end after it.
-func HoldsCommands(w histories.FaultWindow, client int) bool { return holdsCommands(w, client) }
-
 // Carry is what the windows of one key before a window left behind: the state its
 // properties start from. The zero Carry is a key nothing happened to yet.
 type Carry struct {
@@ -52,10 +47,6 @@ func (c Carry) zero() bool {
 	return c.Register == (model.RegisterState{}) && c.LastFence == 0 && !c.attempted && len(c.letGos) == 0
 }
 
-func registerInput(op histories.Op) model.RegisterInput {
-	return model.RegisterInput{Key: op.Key, Kind: model.Kind(op.Kind), Fence: op.Input.Fence, Value: op.Input.Value, Base: op.Input.Base}
-}
-
 // CarryAfter is what window h, one key's window that Cut allowed, leaves behind for the
 // next one, given what the windows before it left (from).
 func CarryAfter(h histories.History, from Carry) Carry {
@@ -66,7 +57,7 @@ func CarryAfter(h histories.History, from Carry) Carry {
 	for _, op := range h.Ops {
 		switch {
 		case op.Kind.IsStore():
-			stores = append(stores, registerInput(op))
+			stores = append(stores, op.RegisterInput())
 			outs = append(outs, model.RegisterOutput{Outcome: model.Outcome(op.Outcome), Value: op.Output.Value})
 		case op.Kind == histories.Acquire && op.Outcome == histories.OK:
 			next.LastFence = max(next.LastFence, op.Output.Fence)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,9 +102,9 @@ func startLive(opts Options, p plan.Plan, meta histories.Meta) (*live, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("a long run (online checking) needs a run directory")
 	}
-	o.SegmentOps = cmpOr(o.SegmentOps, DefaultSegmentOps)
-	o.Tick = cmpOr(o.Tick, 200*time.Millisecond)
-	o.MaxViolations = cmpOr(o.MaxViolations, 100)
+	o.SegmentOps = cmp.Or(o.SegmentOps, DefaultSegmentOps)
+	o.Tick = cmp.Or(o.Tick, 200*time.Millisecond)
+	o.MaxViolations = cmp.Or(o.MaxViolations, 100)
 	seg, err := histories.NewSegmentWriter(opts.Dir, meta, o.SegmentOps)
 	if err != nil {
 		return nil, err
@@ -116,14 +117,6 @@ func startLive(opts Options, p plan.Plan, meta histories.Meta) (*live, error) {
 		return nil, err
 	}
 	return l, nil
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // pump writes and checks what the recorder has recorded, every tick, until done closes.
@@ -328,7 +321,7 @@ func ReplayAround(p plan.Plan, faults []histories.FaultWindow, first, last int64
 	margin := max(2*p.TTL.D(), time.Second)
 	from := max(0, time.Duration(first)-margin)
 	q := p
-	q.Name = cmpOr(p.Name, "soak") + "-window"
+	q.Name = cmp.Or(p.Name, "soak") + "-window"
 	q.Duration = plan.D(time.Duration(last) - from + margin)
 	q.Faults = nil
 	for _, w := range faults {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -70,10 +71,10 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 			if err != nil {
 				return &statusError{exitError, flags.Place(err, cmd.Flags(), source)}
 			}
-			dir := filepath.Join(out, fmt.Sprintf("%s-%s-fencing-%s", time.Now().Format("20060102-150405"), cmpOr(pl.Name, "soak"), pl.Fencing))
+			dir := filepath.Join(out, fmt.Sprintf("%s-%s-fencing-%s", time.Now().Format("20060102-150405"), cmp.Or(pl.Name, "soak"), pl.Fencing))
 			line := liveline.New(cmd.ErrOrStderr())
 			soak.Progress = soakProgress(line, pl)
-			fmt.Fprintf(cmd.ErrOrStderr(), "soaking %s with fencing %s for %s into %s ...\n", cmpOr(pl.Name, "soak"), pl.Fencing, pl.Duration.D(), dir)
+			fmt.Fprintf(cmd.ErrOrStderr(), "soaking %s with fencing %s for %s into %s ...\n", cmp.Or(pl.Name, "soak"), pl.Fencing, pl.Duration.D(), dir)
 			rep, runErr := runner.Run(cmd.Context(), r, runner.Options{Dir: dir, CheckTimeout: checkTimeout, Online: &soak})
 			line.End()
 			w := cmd.OutOrStdout()
@@ -138,11 +139,4 @@ func soakProgress(line *liveline.Line, pl plan.Plan) func(runner.Progress) {
 			line.Print(s)
 		}
 	}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -61,7 +61,7 @@ func (c *Cutter) Cut(ops []histories.Op, faults []histories.FaultWindow, mode mo
 		c.end = max(c.end, op.Return)
 		switch {
 		case op.Kind.IsStore():
-			if op.Outcome == histories.Unknown && !model.Inert(mode, model.RegisterInput{Kind: model.Kind(op.Kind), Fence: op.Input.Fence, Value: op.Input.Value, Base: op.Input.Base}) {
+			if op.Outcome == histories.Unknown && !model.Inert(mode, op.RegisterInput()) {
 				c.storeBlocked = true
 			}
 		case op.Kind == histories.Acquire && op.Outcome == histories.OK:
