@@ -25,6 +25,21 @@ const DefaultMaxFaults = 4
 // maxRun bounds how far a generated run is lengthened for its faults.
 const maxRun = 6 * time.Second
 
+// Run lengths are drawn for the drawn TTLs, whose mean is meanTTL (1–3 s: about two to
+// five of them). A TTL the space fixes scales the run by TTL ÷ meanTTL, so that a
+// campaign at --ttl draws the same runs counted in TTLs, as it draws the work and the
+// faults' times and lengths: a 100 ms lease's runs last 0.3–0.5 s (the floor, minRun,
+// leaves the clients a few hundred operations whatever the TTL), a 3 s lease's 5–15 s.
+const (
+	meanTTL = 600 * time.Millisecond
+	minRun  = 300 * time.Millisecond
+)
+
+// scaleRun is the length drawn for the drawn TTLs, at the TTL the space fixes.
+func scaleRun(run, ttl time.Duration) time.Duration {
+	return max(minRun, (run * ttl / meanTTL).Round(10*time.Millisecond))
+}
+
 // NoFaults in Space.Faults (the CLI's --faults none) asks for fault-free plans.
 const NoFaults = "none"
 
@@ -327,6 +342,10 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 	}
 	p.TTL = plan.D(ttl)
 	run := time.Second + 100*time.Millisecond*time.Duration(rapid.IntRange(0, 20).Draw(t, "duration_100ms"))
+	runCap := maxRun
+	if sp.ttl != 0 {
+		run, runCap = scaleRun(run, ttl), max(maxRun, scaleRun(maxRun, ttl))
+	}
 	p.Work = plan.D(drawWork(t, ttl, sp.calm))
 	p.Retry = plan.D(time.Duration(rapid.IntRange(1, 20).Draw(t, "retry_ms")) * time.Millisecond)
 	p.Think = plan.D(p.Retry.D() + time.Duration(rapid.IntRange(1, 30).Draw(t, "think_extra_ms"))*time.Millisecond)
@@ -351,26 +370,51 @@ func (sp space) draw(t *rapid.T) plan.Plan {
 	for _, f := range p.Faults {
 		// The run goes on for two TTLs after each fault's (scheduled) end, so that its
 		// effect meets other clients' critical sections rather than the end of the run.
-		run = max(run, min(maxRun, f.At.D()+f.Duration.D()+2*ttl))
-		switch {
-		case f.Kind == "server-crash" && f.Target != "store" && p.Persistence == "" && !cluster.Consensus(topo.Kind):
-			p.Persistence = rapid.SampledFrom([]string{string(cluster.PersistNone), string(cluster.PersistAOFEverysec), string(cluster.PersistAOFAlways)}).Draw(t, "persistence")
-		case f.Kind == "server-clock" && f.Mode == faults.ClockModeFaketime:
-			p.ServerClock = cluster.ClockFaketime
-		case f.Kind == "client-clock" && impl.Process:
-			// The client's own clock moves too, where libfaketime reaches it.
-			p.ClientClock = cluster.ClockFaketime
-		case f.Kind == "failover" && (f.Mode == faults.FailoverSentinel || f.Mode == faults.FailoverCluster):
-			// Sentinel, or a cluster's vote, takes about two seconds to promote: the run must
-			// go on long enough after it for the other clients to meet the new primary.
-			run = max(run, f.At.D()+3500*time.Millisecond)
-		case f.Kind == "failover":
-			run = max(run, f.At.D()+2*time.Second)
+		run = max(run, min(runCap, f.At.D()+f.Duration.D()+2*ttl), f.At.D()+promotion(f))
+		if needsPersistence(p, topo, f) {
+			p.Persistence = persistences().Draw(t, "persistence")
 		}
+		fakeClocks(&p, impl, f)
 	}
 	p.Duration = plan.D(run)
 	p.Seed = planSeed(p)
 	return p
+}
+
+// needsPersistence says whether fault f makes p draw its servers' persistence: a crash
+// of a Redis lock server, when p leaves it unsaid.
+func needsPersistence(p plan.Plan, topo cluster.Topology, f plan.FaultSpec) bool {
+	return f.Kind == "server-crash" && f.Target != "store" && p.Persistence == "" && !cluster.Consensus(topo.Kind)
+}
+
+// persistences draws what a crashed server keeps.
+func persistences() *rapid.Generator[string] {
+	return rapid.SampledFrom([]string{string(cluster.PersistNone), string(cluster.PersistAOFEverysec), string(cluster.PersistAOFAlways)})
+}
+
+// promotion is how long a run must go on after a failover starts for the other clients
+// to meet the new primary: Sentinel, or a cluster's vote, takes about two seconds to
+// promote; 0 for other faults.
+func promotion(f plan.FaultSpec) time.Duration {
+	switch {
+	case f.Kind != "failover":
+		return 0
+	case f.Mode == faults.FailoverSentinel || f.Mode == faults.FailoverCluster:
+		return 3500 * time.Millisecond
+	}
+	return 2 * time.Second
+}
+
+// fakeClocks puts the servers, or a client process, under libfaketime when fault f moves
+// their clock there.
+func fakeClocks(p *plan.Plan, impl lockimpl.Impl, f plan.FaultSpec) {
+	switch {
+	case f.Kind == "server-clock" && f.Mode == faults.ClockModeFaketime:
+		p.ServerClock = cluster.ClockFaketime
+	case f.Kind == "client-clock" && impl.Process:
+		// The client's own clock moves too, where libfaketime reaches it.
+		p.ClientClock = cluster.ClockFaketime
+	}
 }
 
 // drawOptions draws the implementation's options as its users might set them: half the
@@ -470,6 +514,7 @@ type faultEnv struct {
 	reachable []string
 	backend   string
 	wait      bool // failovers cut one replica (Space.Wait)
+	timed     bool // every fault starts at a time, none at a client's point (Schedule)
 }
 
 // faultGen draws one fault of a kind.
@@ -671,7 +716,11 @@ func (e faultEnv) linkTarget(t *rapid.T) string {
 // start sets when a fault starts: at a time within the run, or when a client (or any
 // client) reaches a point, then after a delay of a few quarters of the TTL (mostly none).
 func (e faultEnv) start(t *rapid.T, f *plan.FaultSpec) {
-	switch rapid.IntRange(0, 2).Draw(t, "start") {
+	how := 0 // at a time
+	if !e.timed {
+		how = rapid.IntRange(0, 2).Draw(t, "start")
+	}
+	switch how {
 	case 0:
 		f.At = plan.D(e.run * time.Duration(rapid.IntRange(0, 19).Draw(t, "at_20th")) / 20)
 		return

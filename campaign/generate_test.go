@@ -232,7 +232,8 @@ func TestSpaceRestrictsTheDraws(t *testing.T) {
 }
 
 // TestSpaceTTLFixesTheTTL: a space's TTL is every plan's, and what the generator derives
-// from the TTL follows it: work up to three TTLs, client pauses up to three TTLs.
+// from the TTL follows it: work up to three TTLs, client pauses up to three TTLs, a run
+// with no fault 1–3 s scaled by TTL ÷ 600 ms (at least 300 ms).
 func TestSpaceTTLFixesTheTTL(t *testing.T) {
 	reg := locks.All()
 	const ttl = 100 * time.Millisecond
@@ -240,6 +241,7 @@ func TestSpaceTTLFixesTheTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faultFree := 0
 	for i := range 500 {
 		p := gen.Example(i + 1)
 		if err := p.Validate(reg); err != nil {
@@ -247,6 +249,12 @@ func TestSpaceTTLFixesTheTTL(t *testing.T) {
 		}
 		if p.TTL.D() != ttl || p.Work.D() > 3*ttl {
 			t.Fatalf("draw %d: ttl %s, work %s; want ttl %s, work at most 3×", i, p.TTL.D(), p.Work.D(), ttl)
+		}
+		if len(p.Faults) == 0 {
+			faultFree++
+		}
+		if d := p.Duration.D(); len(p.Faults) == 0 && (d < 300*time.Millisecond || d > 500*time.Millisecond) {
+			t.Fatalf("draw %d: a run of %s with no fault; want 300–500ms at a 100ms TTL", i, d)
 		}
 		for _, f := range p.Faults {
 			most := 3 * ttl
@@ -257,6 +265,9 @@ func TestSpaceTTLFixesTheTTL(t *testing.T) {
 				t.Fatalf("draw %d: a client pause of %s (until %q), over %s", i, f.Duration.D(), f.Until, most)
 			}
 		}
+	}
+	if faultFree == 0 {
+		t.Error("no fault-free plan among 500: the run length was not tested")
 	}
 }
 

@@ -27,8 +27,11 @@ type Node interface {
 	// Restart starts a killed server again on the same port, dir and config and waits
 	// until it answers.
 	Restart(ctx context.Context) error
-	// Stop ends the server for good: SIGTERM, then SIGKILL after a grace period.
-	// It is idempotent and also works on a paused or killed server.
+	// Stop ends the node for good: SIGTERM, then SIGKILL after a grace period (the
+	// process backend); a backend may instead keep the server for a later node of the
+	// same configuration, reset to what a fresh one is (the docker backend's pool), and
+	// ends it at its own Close. It is idempotent and also works on a paused or killed
+	// server.
 	Stop(ctx context.Context) error
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/locklab/locklab/cluster/clustertest"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/internal/benchstat"
 	"github.com/locklab/locklab/lockimpl"
 	"github.com/locklab/locklab/locks"
 	"github.com/locklab/locklab/workload"
@@ -101,9 +101,9 @@ func (r *rig) config(rec *histories.Recorder, count workload.Hook, linked bool) 
 const (
 	overheadClients  = 8
 	overheadKeys     = 64
-	overheadPairs    = 16   // of rounds, one recorded and one not
+	overheadPairs    = 48   // of rounds, one recorded and one not
 	overheadSkip     = 16   // critical sections a round runs before its timing starts
-	overheadSections = 2500 // critical sections timed per round: 10,000 operations
+	overheadSections = 1250 // critical sections timed per round: 5,000 operations
 	opsPerSection    = 4    // acquire, read, write, release
 )
 
@@ -136,10 +136,10 @@ func BenchmarkRecordingOverhead(b *testing.B) {
 		b.Logf("each pair's recorded/unrecorded: %s", fmtRatios(ratios))
 	}
 	b.ReportMetric(0, "ns/op") // one iteration is all the rounds: its time says nothing
-	b.ReportMetric(median(ratios), "recorded/unrecorded")
-	b.ReportMetric(iqr(ratios), "recorded/unrecorded-iqr")
-	b.ReportMetric(median(recorded), "recorded-ops/s")
-	b.ReportMetric(median(unrecorded), "unrecorded-ops/s")
+	b.ReportMetric(benchstat.Median(ratios), "recorded/unrecorded")
+	b.ReportMetric(benchstat.IQR(ratios), "recorded/unrecorded-iqr")
+	b.ReportMetric(benchstat.Median(recorded), "recorded-ops/s")
+	b.ReportMetric(benchstat.Median(unrecorded), "unrecorded-ops/s")
 }
 
 // sectionRate runs one round, recorded or not, and returns its operations per second
@@ -209,24 +209,4 @@ func fmtRatios(xs []float64) string {
 		parts[i] = strconv.FormatFloat(x, 'f', 3, 64)
 	}
 	return strings.Join(parts, " ")
-}
-
-// median of xs, which must not be empty.
-// iqr is the spread of xs: the distance between its first and third quartiles (nearest
-// rank), so that a ratio is printed with how far its rounds strayed.
-func iqr(xs []float64) float64 {
-	xs = slices.Sorted(slices.Values(xs))
-	if len(xs) == 0 {
-		return 0
-	}
-	q := func(p float64) float64 { return xs[min(len(xs)-1, int(p*float64(len(xs))))] }
-	return q(0.75) - q(0.25)
-}
-
-func median(xs []float64) float64 {
-	xs = slices.Sorted(slices.Values(xs))
-	if n := len(xs); n%2 == 0 {
-		return (xs[n/2-1] + xs[n/2]) / 2
-	}
-	return xs[len(xs)/2]
 }

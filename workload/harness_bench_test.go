@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/histories"
+	"github.com/locklab/locklab/internal/benchstat"
 	"github.com/locklab/locklab/workload"
 )
 
@@ -77,12 +78,12 @@ func BenchmarkHarnessThroughput(b *testing.B) {
 		b.Logf("each round's harness/redis-benchmark: %s; through links: %s", fmtRatios(ratios), fmtRatios(linkedRatios))
 	}
 	b.ReportMetric(0, "ns/op") // one iteration is all the rounds: its time says nothing
-	b.ReportMetric(median(ratios), "harness/redis-benchmark")
-	b.ReportMetric(iqr(ratios), "harness/redis-benchmark-iqr")
-	b.ReportMetric(median(harness), "lockops/s")
-	b.ReportMetric(median(bench), "redis-benchmark-ops/s")
-	b.ReportMetric(median(linkedRatios), "linked/redis-benchmark")
-	b.ReportMetric(median(linked), "linked-lockops/s")
+	b.ReportMetric(benchstat.Median(ratios), "harness/redis-benchmark")
+	b.ReportMetric(benchstat.IQR(ratios), "harness/redis-benchmark-iqr")
+	b.ReportMetric(benchstat.Median(harness), "lockops/s")
+	b.ReportMetric(benchstat.Median(bench), "redis-benchmark-ops/s")
+	b.ReportMetric(benchstat.Median(linkedRatios), "linked/redis-benchmark")
+	b.ReportMetric(benchstat.Median(linked), "linked-lockops/s")
 }
 
 // harnessWarm is how long a harness round runs before its window: its clients are built

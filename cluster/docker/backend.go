@@ -12,6 +12,9 @@
 // clients (through their links of cluster.Net) dial that. Isolating a server takes it
 // off "peers" only.
 //
+// A stopped node's container is kept for the next start of the same server, reset to
+// what a fresh one is (pool.go): a campaign's runs then pay for containers once.
+//
 // Testcontainers' reaper is off (its image cannot be pulled where no registry is
 // reachable): the backend removes its own containers and networks in Close, and New
 // removes what a dead locklab process on this host left behind (labels name the owner).
@@ -25,6 +28,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +69,10 @@ type Options struct {
 	// server, mounted as its /data when the engine is local: logs, data, clock file);
 	// "" means the system's temp dir, removed by Close.
 	Dir string
+	// Idle is how many stopped nodes' containers the backend keeps running for reuse by
+	// a later start of the same server (pool.go): 0 means DefaultIdle, a negative number
+	// none (every start makes a container, every stop removes it).
+	Idle int
 }
 
 // quiet silences testcontainers' own messages (its banner, each container made) once per
@@ -86,12 +94,14 @@ type Backend struct {
 	root    string
 	keepDir bool
 
-	mu     sync.Mutex
-	nets   *networks // made at the first StartNode
-	nodes  []*Node
-	usedIP map[netip.Addr]bool
-	seq    int
-	closed bool
+	mu      sync.Mutex
+	nets    *networks // made at the first StartNode
+	nodes   []*Node   // started and not stopped
+	idle    []*Node   // parked for reuse, oldest first (pool.go)
+	idleMax int
+	usedIP  map[netip.Addr]bool
+	seq     int
+	closed  bool
 }
 
 // networks are the backend's two networks.
@@ -145,6 +155,10 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		logger: logger,
 		cli:    cli, image: image, id: randomID(), owner: Owner(os.Getpid()),
 		local: local, host: host, keepDir: opts.Dir != "", usedIP: map[netip.Addr]bool{},
+		idleMax: opts.Idle,
+	}
+	if b.idleMax == 0 {
+		b.idleMax = DefaultIdle
 	}
 	if err := b.serial.do(func() error { return b.sweep(ctx) }); err != nil {
 		cli.Close()
@@ -261,7 +275,7 @@ func (b *Backend) StartSentinel(ctx context.Context, cfg cluster.SentinelConfig)
 	if err != nil {
 		return nil, err
 	}
-	n, err := b.start(ctx, spec{name: cfg.Name, mode: "sentinel", port: sentinelPort, log: "sentinel.log", config: text})
+	n, err := b.start(ctx, spec{name: cfg.Name, mode: "sentinel", port: sentinelPort, log: "sentinel.log", config: text, sentinel: &cfg})
 	if err != nil {
 		return nil, fmt.Errorf("start sentinel %s: %w", cfg.Name, err)
 	}
@@ -282,7 +296,8 @@ type spec struct {
 	args       []string // after the options every server runs with (command)
 	config     string
 	faketime   bool
-	clusterBus bool // Redis Cluster mode: announce the peers address to the other nodes
+	clusterBus bool                    // Redis Cluster mode: announce the peers address to the other nodes
+	sentinel   *cluster.SentinelConfig // what a Sentinel monitors, to reset a reused one to
 }
 
 func (b *Backend) register(n *Node) error {
@@ -295,21 +310,32 @@ func (b *Backend) register(n *Node) error {
 	return nil
 }
 
+// release forgets a node whose container is gone: its address is free again.
+func (b *Backend) release(n *Node) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.usedIP, n.peer.Addr())
+	b.nodes = slices.DeleteFunc(b.nodes, func(m *Node) bool { return m == n })
+}
+
 var errBackendClosed = errors.New("docker backend closed")
 
 // Close removes every container and both networks the backend made, and its directory
 // (unless the caller chose it). It is idempotent.
 func (b *Backend) Close() error {
 	b.mu.Lock()
-	nodes, nets := b.nodes, b.nets
+	nodes, idle, nets := slices.Clone(b.nodes), b.idle, b.nets
 	already := b.closed
-	b.closed, b.nets = true, nil
+	b.closed, b.nets, b.idle = true, nil, nil
 	b.mu.Unlock()
 	if already {
 		return nil
 	}
 	ctx := context.Background()
 	errs := []error{cluster.StopAll(ctx, nodes)}
+	for _, n := range idle {
+		errs = append(errs, n.discard(ctx))
+	}
 	if nets != nil {
 		errs = append(errs, b.serial.do(func() error {
 			return errors.Join(ignoreNotFound(nets.peers.Remove(ctx)), ignoreNotFound(nets.ports.Remove(ctx)))

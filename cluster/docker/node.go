@@ -41,7 +41,9 @@ type Node struct {
 	peer       netip.AddrPort
 	dir        string // on this host; the container's /data when the engine is local
 	logPath    string
-	clock      *faketime.Clock // set when the server runs under libfaketime
+	clock      *faketime.Clock   // set when the server runs under libfaketime
+	key        string            // what a reuse must match (spec.poolKey); "" never reused
+	base       map[string]string // the fresh server's configuration, to reset to (pool.go)
 
 	mu       sync.Mutex
 	running  bool
@@ -59,6 +61,14 @@ var (
 // start creates, connects and starts one container and waits until its server answers,
 // again on another host port when that one was taken meanwhile.
 func (b *Backend) start(ctx context.Context, s spec) (*Node, error) {
+	var reuseErr error
+	if kept := b.take(s.poolKey()); kept != nil {
+		n, err := b.reuse(ctx, kept, s)
+		if err == nil {
+			return n, nil
+		}
+		reuseErr = err // a fresh container, then, and the reason if that fails too
+	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -79,7 +89,7 @@ func (b *Backend) start(ctx context.Context, s spec) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make directory for %s: %w", s.name, err)
 	}
-	n := &Node{b: b, name: s.name, mode: s.mode, peer: netip.AddrPortFrom(ip, uint16(s.port)), dir: dir}
+	n := &Node{b: b, name: s.name, mode: s.mode, peer: netip.AddrPortFrom(ip, uint16(s.port)), dir: dir, key: s.poolKey()}
 	if s.clusterBus {
 		// The container is on two networks; its peers must know it by the one a partition
 		// cuts (the bus keeps its default port, 16379, on that network).
@@ -114,6 +124,9 @@ func (b *Backend) start(ctx context.Context, s spec) (*Node, error) {
 			err = n.startAndAwait(ctx)
 		}
 		if err == nil {
+			if err := n.baseline(ctx); err != nil {
+				n.key = "" // started and fine; only never reused
+			}
 			return n, nil
 		}
 		errs = append(errs, err)
@@ -124,7 +137,8 @@ func (b *Backend) start(ctx context.Context, s spec) (*Node, error) {
 			break
 		}
 	}
-	return nil, fmt.Errorf("start %s on the docker backend: %w", s.name, errors.Join(errs...))
+	b.release(n)
+	return nil, fmt.Errorf("start %s on the docker backend: %w", s.name, errors.Join(append(errs, reuseErr)...))
 }
 
 // hostPort is a port for a container's published port: one the kernel says is free on a
@@ -386,7 +400,9 @@ func (n *Node) Restart(ctx context.Context) error {
 	return n.startAndAwait(ctx)
 }
 
-// Stop removes the container for good (also a paused or killed one). Idempotent.
+// Stop ends the node for good: its container is kept for reuse by a later start of the
+// same server when it can be (pool.go), else removed (also a paused or killed one).
+// Idempotent.
 func (n *Node) Stop(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -394,10 +410,14 @@ func (n *Node) Stop(ctx context.Context) error {
 		return nil
 	}
 	n.stopped = true
+	if n.b.park(ctx, n) {
+		n.b.mu.Lock()
+		n.b.nodes = slices.DeleteFunc(n.b.nodes, func(m *Node) bool { return m == n })
+		n.b.mu.Unlock()
+		return nil
+	}
 	err := n.remove(ctx)
-	n.b.mu.Lock()
-	delete(n.b.usedIP, n.peer.Addr())
-	n.b.mu.Unlock()
+	n.b.release(n)
 	return err
 }
 
@@ -425,6 +445,9 @@ func (n *Node) remove(ctx context.Context) error {
 func (n *Node) Isolate(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.stopped {
+		return fmt.Errorf("isolate %s on %s: node was stopped", n.name, n.addr)
+	}
 	if n.isolated {
 		return nil
 	}
@@ -443,6 +466,9 @@ func (n *Node) Isolate(ctx context.Context) error {
 func (n *Node) Rejoin(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.stopped {
+		return fmt.Errorf("rejoin %s on %s: node was stopped", n.name, n.addr)
+	}
 	if !n.isolated {
 		return nil
 	}

@@ -7,7 +7,9 @@ package sentinel
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,8 +36,7 @@ type Config struct {
 
 // ConfigFile is the Sentinel configuration: the master to monitor and its timings.
 func (cfg Config) ConfigFile() (string, error) {
-	host, port, err := net.SplitHostPort(cfg.MasterAddr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(cfg.MasterAddr); err != nil {
 		return "", fmt.Errorf("sentinel %s: master address %q: %w", cfg.Name, cfg.MasterAddr, err)
 	}
 	var b strings.Builder
@@ -44,11 +45,83 @@ func (cfg Config) ConfigFile() (string, error) {
 		fmt.Fprintf(&b, "sentinel announce-ip %s\n", cfg.AnnounceIP)
 	}
 	b.WriteString("sentinel resolve-hostnames no\n")
-	fmt.Fprintf(&b, "sentinel monitor %s %s %s %d\n", cfg.Master, host, port, cfg.Quorum)
-	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", cfg.Master, cfg.DownAfter.Milliseconds())
-	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", cfg.Master, cfg.FailoverTimeout.Milliseconds())
-	fmt.Fprintf(&b, "sentinel parallel-syncs %s %d\n", cfg.Master, max(1, cfg.ParallelSyncs))
+	for _, line := range cfg.monitor() {
+		fmt.Fprintln(&b, append([]any{"sentinel"}, line...)...)
+	}
 	return b.String(), nil
+}
+
+// monitor is what the file says of the master, line by line without the leading
+// "sentinel": the monitor line, then one line per timing.
+func (cfg Config) monitor() [][]any {
+	host, port, _ := net.SplitHostPort(cfg.MasterAddr)
+	return [][]any{
+		{"monitor", cfg.Master, host, port, cfg.Quorum},
+		{"down-after-milliseconds", cfg.Master, cfg.DownAfter.Milliseconds()},
+		{"failover-timeout", cfg.Master, cfg.FailoverTimeout.Milliseconds()},
+		{"parallel-syncs", cfg.Master, max(1, cfg.ParallelSyncs)},
+	}
+}
+
+// Remonitor makes a running Sentinel monitor what cfg's file says, as if it had just
+// started from it: every master it monitors is removed (with what it learnt of its
+// replicas and peers), then cfg's master is added with cfg's timings. The docker backend
+// resets a reused Sentinel with it.
+func Remonitor(ctx context.Context, sc *redis.SentinelClient, cfg Config) error {
+	if err := Forget(ctx, sc); err != nil {
+		return err
+	}
+	lines := cfg.monitor()
+	if err := sc.Process(ctx, redis.NewStatusCmd(ctx, append([]any{"sentinel"}, lines[0]...)...)); err != nil {
+		return fmt.Errorf("sentinel monitor %s: %w", cfg.Master, err)
+	}
+	set := []any{"sentinel", "set", cfg.Master}
+	for _, l := range lines[1:] {
+		set = append(set, l[0], l[2])
+	}
+	if err := sc.Process(ctx, redis.NewStatusCmd(ctx, set...)); err != nil {
+		return fmt.Errorf("sentinel set %s: %w", cfg.Master, err)
+	}
+	return nil
+}
+
+// Forget removes every master a Sentinel monitors, so that it watches and reconfigures
+// nothing.
+func Forget(ctx context.Context, sc *redis.SentinelClient) error {
+	cmd := redis.NewMapStringStringSliceCmd(ctx, "sentinel", "masters")
+	if err := sc.Process(ctx, cmd); err != nil {
+		return fmt.Errorf("sentinel masters: %w", err)
+	}
+	for _, m := range cmd.Val() {
+		if err := sc.Remove(ctx, m["name"]).Err(); err != nil {
+			return fmt.Errorf("sentinel remove %s: %w", m["name"], err)
+		}
+	}
+	return nil
+}
+
+// Timings are a Sentinel's timing parameters as SENTINEL DEBUG lists them.
+func Timings(ctx context.Context, sc *redis.SentinelClient) (map[string]string, error) {
+	cmd := redis.NewMapStringStringCmd(ctx, "sentinel", "debug")
+	if err := sc.Process(ctx, cmd); err != nil {
+		return nil, fmt.Errorf("sentinel debug (needs Redis 7.0 or later): %w", err)
+	}
+	return cmd.Val(), nil
+}
+
+// SetTimings sets the timing parameters t (as Timings lists them) in one SENTINEL DEBUG.
+func SetTimings(ctx context.Context, sc *redis.SentinelClient, t map[string]string) error {
+	args := []any{"sentinel", "debug"}
+	for _, k := range slices.Sorted(maps.Keys(t)) {
+		args = append(args, k, t[k])
+	}
+	if len(t) == 0 {
+		return nil
+	}
+	if err := sc.Process(ctx, redis.NewStatusCmd(ctx, args...)); err != nil {
+		return fmt.Errorf("sentinel debug: %w", err)
+	}
+	return nil
 }
 
 // Monitors checks that a Sentinel monitors primary (host:port) as the up master named

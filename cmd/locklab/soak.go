@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/locklab/locklab/campaign"
 	"github.com/locklab/locklab/internal/liveline"
 	"github.com/locklab/locklab/internal/planflags"
 	"github.com/locklab/locklab/plan"
@@ -19,6 +20,8 @@ func newSoakCmd() *cobra.Command {
 		out, fencing string
 		soakName     string
 		checkTimeout time.Duration
+		drawEvery    time.Duration
+		drawKinds    []string
 		soak         runner.Online
 		flags        *planflags.Flags
 	)
@@ -36,6 +39,10 @@ operations per second, windows checked, the largest window still open, memory an
 violations so far. Ctrl-C or SIGTERM ends the run with everything recorded checked.
 locklab check DIR checks the segments again offline, with the same verdicts.
 
+With --draw-faults D the faults are drawn instead, as a campaign draws a plan's: one in
+every D, of the kinds --fault-kinds names (default: all the implementation and topology
+offer), each at a time in its slot and over, with two TTLs after it, before the next.
+
 Without --plan or --scenario it runs a soak plan (--soak): steady, a correct lock under
 faults it must survive (the nightly's), or planted, violations planted by construction
 every 5 minutes.
@@ -43,6 +50,7 @@ every 5 minutes.
 Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`,
 		Example: `  locklab soak --duration 1h
   locklab soak --impl redsync --duration 72h --out soaks
+  locklab soak --impl redsync --topology replicated --duration 1h --draw-faults 30s
   locklab soak --impl fenced --fencing off --fault client-pause:at=1s,duration=2s,target=client:0,point=before-write,until=client:1@after-release,every=30s --duration 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -66,6 +74,14 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 			}
 			if cmd.Flags().Changed("fencing") {
 				pl = pl.WithFencing(fencing)
+			}
+			if cmd.Flags().Changed("fault-kinds") && drawEvery == 0 {
+				return &statusError{exitError, fmt.Errorf("flag --fault-kinds: only with --draw-faults")}
+			}
+			if drawEvery != 0 {
+				if pl, err = campaign.Schedule(reg, pl, drawKinds, drawEvery, cmp.Or(pl.Seed, 1)); err != nil {
+					return &statusError{exitError, fmt.Errorf("flag --draw-faults: %w", err)}
+				}
 			}
 			r, err := pl.Resolve(reg)
 			if err != nil {
@@ -106,6 +122,8 @@ Exit status: 0 no violation, 1 violation found, 2 error, 3 a checker timed out.`
 	f.StringVar(&out, "out", "out", "directory for the soak's run directory")
 	f.IntVar(&soak.SegmentOps, "segment-ops", runner.DefaultSegmentOps, "operations per history segment")
 	f.IntVar(&soak.MaxViolations, "max-violations", 100, "violation directories written at most (the rest are counted)")
+	f.DurationVar(&drawEvery, "draw-faults", 0, "draw the faults from a campaign's space instead of the plan's: one in every slot of this length, at a time within it (the plan's seed draws them; they are in the run's plan.json)")
+	f.StringSliceVar(&drawKinds, "fault-kinds", nil, "fault kinds --draw-faults draws (default: every kind the implementation and topology offer)")
 	f.DurationVar(&checkTimeout, "check-timeout", 0, "checker timeout per property of each window (0: default); a timeout is reported as unknown, never as a pass")
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,5 +55,49 @@ func TestSoakThenCheck(t *testing.T) {
 	code, replayOut, stderr := locklab(t, "run", "--plan", filepath.Join(vs[0], "plan.json"), "--out", out)
 	if code != exitViolation && code != exitOK {
 		t.Fatalf("replay of a violation's plan: exit %d\n%s\n%s", code, replayOut, stderr)
+	}
+}
+
+// TestSoakDrawsFaults: --draw-faults draws one fault per slot of the kinds asked for,
+// written into the run's plan.json in place of the plan's own; the flags' mistakes are
+// named.
+func TestSoakDrawsFaults(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := locklab(t, "soak", "--impl", "fenced", "--ttl", "200ms", "--duration", "3s", "--out", out,
+		"--draw-faults", "1s", "--fault-kinds", "client-pause,net-latency")
+	if code != exitOK && code != exitViolation { // a drawn pause past the lease breaks P1: a verdict, not an error
+		t.Fatalf("soak: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*", "plan.json"))
+	if len(dirs) != 1 {
+		t.Fatalf("plans %v", dirs)
+	}
+	var p struct {
+		Faults []struct{ Kind, At, Trigger string }
+	}
+	data, err := os.ReadFile(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Faults) != 3 {
+		t.Fatalf("%d faults in the run's plan, want 3: %s", len(p.Faults), data)
+	}
+	for _, f := range p.Faults {
+		if (f.Kind != "client-pause" && f.Kind != "net-latency") || f.Trigger != "" {
+			t.Errorf("drew %+v", f)
+		}
+	}
+	for _, c := range [][]string{
+		{"--fault-kinds", "server-pause"},
+		{"--draw-faults", "10s"},
+		{"--draw-faults", "1s", "--fault-kinds", "nonsense"},
+	} {
+		code, _, stderr := locklab(t, append([]string{"soak", "--duration", "3s", "--out", out}, c...)...)
+		if code != exitError || !strings.Contains(stderr, "flag --") {
+			t.Errorf("%v: exit %d, %s; want exit %d naming the flag", c, code, stderr, exitError)
+		}
 	}
 }

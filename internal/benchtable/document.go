@@ -137,23 +137,19 @@ func scaling(res results) string {
 // backends is one run's cost on each backend (BenchmarkRunOnBackend).
 func backends(res results) string {
 	var b strings.Builder
-	b.WriteString("One run on each backend (`BenchmarkRunOnBackend`: servers started, 500 ms of two clients, checked, stopped):\n\n| topology | process | docker | docker ÷ process |\n|---|---|---|---|\n")
+	b.WriteString("One run on each backend (`BenchmarkRunOnBackend`: servers started, 500 ms of two clients, checked, stopped; medians of interleaved pairs, the docker backend reusing the previous run's containers):\n\n| topology | process | docker | docker ÷ process | spread of the ratio (IQR) | docker's first run (makes the containers) |\n|---|---|---|---|---|---|\n")
 	any := false
 	for _, topo := range []string{"single", "replicated"} {
-		p, okp := res["BenchmarkRunOnBackend/"+topo+"/process"]["ns/op"]
-		d, okd := res["BenchmarkRunOnBackend/"+topo+"/docker"]["ns/op"]
-		if !okp {
+		m, ok := res["BenchmarkRunOnBackend/"+topo]
+		if !ok {
 			continue
 		}
 		any = true
-		dock, ratio := "not measured (no engine)", ""
-		if okd {
-			dock, ratio = num(d/1e9, "s"), fmt.Sprintf("%.1f", d/p)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", topo, num(p/1e9, "s"), dock, ratio)
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.2f | %s |\n", topo, num(m["process-s"], "s"), num(m["docker-s"], "s"),
+			m["docker/process"], m["docker/process-iqr"], num(m["docker-first-s"], "s"))
 	}
 	if !any {
-		return "The backends were not measured.\n"
+		return "The backends were not measured (no Docker engine).\n"
 	}
 	return b.String()
 }

@@ -43,7 +43,7 @@ func runs() []run {
 		workloadRun: {"./workload", "RecordingOverhead|HarnessThroughput", "1x"},
 		plansRun:    {"./campaign", "PlanThroughput", "1x"},
 		renderRun:   {"./timeline", "Render", "10x"},
-		dockerRun:   {"./runner", "RunOnBackend", "5x"},
+		dockerRun:   {"./runner", "RunOnBackend", "11x"},
 		tenRun:      {"./cmd/locklab", "CheckTenMillion", "1x"},
 	}
 }
@@ -58,5 +58,7 @@ func goals() []goal {
 		{"Recording overhead: workload throughput recorded ÷ unrecorded (median of 16 interleaved pairs)", "BenchmarkRecordingOverhead", "recorded/unrecorded", "", false, 0.98, workloadRun},
 		{"Harness throughput: lock operations/s of 16 clients ÷ redis-benchmark SET NX PX -c 16 (median of 11 interleaved rounds)", "BenchmarkHarnessThroughput", "harness/redis-benchmark", "", false, 0.6, workloadRun},
 		{"Plans run and checked per minute, TTL 100 ms, --parallel 2", "BenchmarkPlanThroughput/parallel-2", "plans/min", "", false, 60, plansRun},
+		{"A run on the docker backend ÷ the same run on the process backend, single server, containers reused (median of 11 interleaved pairs)", "BenchmarkRunOnBackend/single", "docker/process", "", true, 1.5, dockerRun},
+		{"… replicated (3 servers, 3 Sentinels)", "BenchmarkRunOnBackend/replicated", "docker/process", "", true, 1.5, dockerRun},
 	}
 }

@@ -132,7 +132,7 @@ func TestDesignListsEveryPackage(t *testing.T) {
 // stage is each package's place in the flow of a run; an import may only point to a
 // package of an earlier stage (or the same one, for a package and its subpackages).
 var stage = map[string]int{
-	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0, "internal/mdblock": 0, "internal/browsertest": 0,
+	"model": 0, "internal/jsonfile": 0, "internal/rapidshrink": 0, "internal/mdblock": 0, "internal/benchstat": 0, "internal/browsertest": 0,
 	"internal/gate": 0, "internal/liveline": 0, "internal/cmdline": 0,
 	"cluster/exactlyonce": 0, // go-redis options every client is built from; imports nothing of ours
 	"cluster/serverlog":   0, // a started server's log since its start; imports nothing of ours
