@@ -44,6 +44,7 @@ type Node struct {
 	clock      *faketime.Clock   // set when the server runs under libfaketime
 	key        string            // what a reuse must match (spec.poolKey); "" never reused
 	base       map[string]string // the fresh server's configuration, to reset to (pool.go)
+	cluster    bool              // a Redis Cluster node
 
 	mu       sync.Mutex
 	running  bool
@@ -89,7 +90,7 @@ func (b *Backend) start(ctx context.Context, s spec) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make directory for %s: %w", s.name, err)
 	}
-	n := &Node{b: b, name: s.name, mode: s.mode, peer: netip.AddrPortFrom(ip, uint16(s.port)), dir: dir, key: s.poolKey()}
+	n := &Node{b: b, name: s.name, mode: s.mode, peer: netip.AddrPortFrom(ip, uint16(s.port)), dir: dir, key: s.poolKey(), cluster: s.clusterBus}
 	if s.clusterBus {
 		// The container is on two networks; its peers must know it by the one a partition
 		// cuts (the bus keeps its default port, 16379, on that network).

@@ -26,15 +26,16 @@ import (
 // it serialised (serial.go); a reset costs a few round trips. What a run may leave in a
 // server is undone by the reset or the container is not reused: its data, scripts and
 // functions, its replication, its clients, any configuration changed at run time (found
-// by comparing CONFIG GET * with what the fresh server said), a client pause; a Sentinel
-// forgets what it monitored and learnt, and gets its timings back. A container that was
-// killed and not restarted, is isolated, runs under libfaketime (its clock) or in Redis
-// Cluster mode (its node id, epochs and slots), or fails a reset, is removed as before.
+// by comparing CONFIG GET * with what the fresh server said), a client pause; a Redis
+// Cluster node forgets its cluster and takes a new node id with epochs at 0 (CLUSTER
+// RESET HARD); a Sentinel forgets what it monitored and learnt, and gets its timings
+// back. A container that was killed and not restarted, is isolated, runs under
+// libfaketime (its clock), or fails a reset, is removed as before.
 
 // DefaultIdle is how many stopped containers a backend keeps for reuse unless
-// Options.Idle says otherwise: a replicated topology's six, and those of a second run
-// going on beside it, with room.
-const DefaultIdle = 16
+// Options.Idle says otherwise: four runs of a Redis Cluster topology (nine nodes and the
+// store) going on at once. An idle server holds a few megabytes.
+const DefaultIdle = 40
 
 // Bounds of the pool's Redis conversations.
 const (
@@ -46,7 +47,7 @@ const (
 // port and command line, and a server's configuration file (a Sentinel's is what the
 // reset tells it, but for the address it announces). "" means never reused.
 func (s spec) poolKey() string {
-	if s.faketime || s.clusterBus {
+	if s.faketime {
 		return ""
 	}
 	config := s.config
@@ -104,7 +105,7 @@ func (b *Backend) park(ctx context.Context, n *Node) bool {
 		return false
 	}
 	kept := &Node{b: b, name: n.name, mode: n.mode, id: n.id, addr: n.addr, peer: n.peer, dir: n.dir,
-		logPath: n.logPath, key: n.key, base: n.base, running: true}
+		logPath: n.logPath, key: n.key, base: n.base, cluster: n.cluster, running: true}
 	b.idle = append(b.idle, kept)
 	var evicted []*Node
 	if over := len(b.idle) - b.idleMax; over > 0 {
@@ -121,7 +122,9 @@ func (b *Backend) park(ctx context.Context, n *Node) bool {
 	return true
 }
 
-// hush stops what a parked server or Sentinel would otherwise go on doing.
+// hush stops what a parked server or Sentinel would otherwise go on doing: a Sentinel
+// monitors nothing, a server replicates from nobody (a Redis Cluster node forgets its
+// cluster, which it can only once it holds no key), its clients are gone.
 func hush(ctx context.Context, n *Node) error {
 	if n.mode == "sentinel" {
 		sc := sentinelClient(n.addr)
@@ -130,14 +133,24 @@ func hush(ctx context.Context, n *Node) error {
 	}
 	cl := exactlyonce.OneConnection(n.addr, parkTimeout)
 	defer cl.Close()
-	_, err := cl.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Do(ctx, "CLIENT", "UNPAUSE")
-		p.Do(ctx, "REPLICAOF", "NO", "ONE")
-		p.Do(ctx, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
-		p.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub")
-		return nil
-	})
-	return err
+	if err := cl.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		return fmt.Errorf("client unpause: %w", err)
+	}
+	if n.cluster {
+		// A primary's keys first (a replica refuses, and CLUSTER RESET flushes it).
+		_ = cl.Do(ctx, "FLUSHALL", "SYNC").Err()
+		if err := cl.Do(ctx, "CLUSTER", "RESET", "HARD").Err(); err != nil {
+			return fmt.Errorf("cluster reset hard: %w", err)
+		}
+	} else if err := cl.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		return fmt.Errorf("replicaof no one: %w", err)
+	}
+	for _, typ := range []string{"normal", "pubsub"} {
+		if err := cl.Do(ctx, "CLIENT", "KILL", "TYPE", typ, "SKIPME", "yes").Err(); err != nil {
+			return fmt.Errorf("client kill type %s: %w", typ, err)
+		}
+	}
+	return nil
 }
 
 // take hands out a parked container made for key, or nil.
@@ -160,7 +173,7 @@ func (b *Backend) take(key string) *Node {
 // container is removed and the caller makes a fresh one.
 func (b *Backend) reuse(ctx context.Context, kept *Node, s spec) (*Node, error) {
 	n := &Node{b: b, name: kept.name, mode: kept.mode, id: kept.id, addr: kept.addr, peer: kept.peer,
-		dir: kept.dir, logPath: kept.logPath, key: kept.key, base: kept.base, running: true}
+		dir: kept.dir, logPath: kept.logPath, key: kept.key, base: kept.base, cluster: kept.cluster, running: true}
 	if err := b.register(n); err != nil {
 		_ = kept.discard(context.Background())
 		return nil, err
@@ -248,6 +261,16 @@ func resetServer(ctx context.Context, n *Node) error {
 	}
 	if keys, err := cl.DBSize(ctx).Result(); err != nil || keys != 0 {
 		return fmt.Errorf("%d keys after FLUSHALL (%v)", keys, err)
+	}
+	if n.cluster {
+		info, err := cl.ClusterInfo(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("cluster info: %w", err)
+		}
+		f := replication.Fields(info)
+		if f["cluster_known_nodes"] != "1" || f["cluster_slots_assigned"] != "0" || f["cluster_current_epoch"] != "0" {
+			return fmt.Errorf("still in a cluster: %s nodes known, %s slots, epoch %s", f["cluster_known_nodes"], f["cluster_slots_assigned"], f["cluster_current_epoch"])
+		}
 	}
 	return nil
 }

@@ -93,7 +93,6 @@ func TestReusedTopology(t *testing.T) {
 	b := newTestBackend(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	topo := cluster.Topology{Kind: cluster.Replicated, Nodes: 3}
 	ids := func(c *cluster.Cluster) []string {
 		var out []string
 		for _, n := range append(append(slices.Clone(c.Lock), c.Sentinels...), c.Store) {
@@ -102,26 +101,40 @@ func TestReusedTopology(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	first, err := cluster.Start(ctx, b, topo, cluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := ids(first)
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
-	second, err := cluster.Start(ctx, b, topo, cluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after := ids(second); !slices.Equal(before, after) {
-		t.Errorf("second start's containers %v, want the first's %v", after, before)
-	}
-	if err := second.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := leftovers(t, b); len(got) != len(before)+2 {
-		t.Errorf("kept after the topology's Close: %v, want its %d containers and 2 networks", got, len(before))
+	kept := 0
+	for _, topo := range []string{"replicated:3", "cluster:3x1"} {
+		tp, err := cluster.ParseTopology(topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := cluster.Start(ctx, b, tp, cluster.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := ids(first)
+		if err := first.Close(); err != nil {
+			t.Fatal(err)
+		}
+		second, err := cluster.Start(ctx, b, tp, cluster.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after := ids(second); !slices.Equal(before, after) {
+			t.Errorf("%s: second start's containers %v, want the first's %v", topo, after, before)
+		}
+		if err := second.AwaitClusterOK(ctx, 10*time.Second); tp.Kind == cluster.RedisCluster && err != nil {
+			t.Errorf("%s: the second cluster: %v", topo, err)
+		}
+		if err := second.Close(); err != nil {
+			t.Fatal(err)
+		}
+		kept += len(before)
+		if topo != "replicated:3" {
+			kept-- // the store's container served both topologies
+		}
+		if got := leftovers(t, b); len(got) != kept+2 {
+			t.Errorf("kept after %s's Close: %v, want %d containers and 2 networks", topo, got, kept)
+		}
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
