@@ -70,7 +70,8 @@ type Options struct {
 	// Progress, when set, is called after each run, one call at a time.
 	Progress func(Event)
 
-	phases *runner.Phases // set by Run: the matrix's runs share it
+	phases *runner.Phases  // set by Run: the matrix's runs share it
+	docker cluster.Backend // set by Run: what its docker runs share
 }
 
 // OptionError is a bad Options field (Option is "impls", "scenarios", "fencings",
@@ -239,7 +240,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		dir       string
 	}
 	var jobs []job
-	dockerMissing := dockerUnavailable(ctx, opts.Backend, scenarios)
+	docker, dockerMissing := openDocker(ctx, opts.Backend, scenarios)
+	if docker != nil {
+		defer docker.Close()
+		opts.docker = docker
+	}
 	for _, fencing := range opts.Fencings {
 		for _, s := range scenarios {
 			if opts.Backend != "" {
@@ -527,7 +532,11 @@ func runCell(ctx context.Context, p plan.Plan, index int, dir string, opts Optio
 	if err != nil { // PlanCell validated this plan but for its seed: not expected
 		return failedRun(cr, full, err), true
 	}
-	rep, err := runner.Run(ctx, r, runner.Options{Dir: full, CheckTimeout: opts.CheckTimeout, Phases: opts.phases})
+	ro := runner.Options{Dir: full, CheckTimeout: opts.CheckTimeout, Phases: opts.phases}
+	if p.Backend == plan.BackendDocker {
+		ro.Backend = opts.docker
+	}
+	rep, err := runner.Run(ctx, r, ro)
 	cr.Elapsed = time.Since(start)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -777,21 +786,19 @@ func (m Result) Cell(scenario, impl, fencing string) (Cell, bool) {
 // form links and matrix.json use on every system.
 func relPath(parts ...string) string { return strings.Join(parts, "/") }
 
-// dockerUnavailable says why the docker backend cannot run, when the matrix needs it
-// (backend docker, or a scenario that needs it); nil when it can or is not needed.
-func dockerUnavailable(ctx context.Context, backend string, scenarios []plan.Plan) error {
+// openDocker opens the docker backend the matrix's docker cells share, when the matrix
+// needs it (backend docker, or a scenario that needs it): their runs reuse each other's
+// containers (cluster/docker's pool). nil and no error when it is not needed; the error
+// says why it cannot run.
+func openDocker(ctx context.Context, backend string, scenarios []plan.Plan) (cluster.Backend, error) {
 	needed := backend == plan.BackendDocker
 	for _, s := range scenarios {
 		needed = needed || s.Backend == plan.BackendDocker
 	}
 	if !needed {
-		return nil
+		return nil, nil
 	}
-	b, err := runner.NewBackend(ctx, plan.BackendDocker)
-	if err != nil {
-		return err
-	}
-	return b.Close()
+	return runner.NewBackend(ctx, plan.BackendDocker)
 }
 
 // redisVersion is the version of the redis-server runs use ("7.0.15"), or why it is unknown.

@@ -39,8 +39,8 @@ const DefaultIdle = 40
 
 // Bounds of the pool's Redis conversations.
 const (
-	parkTimeout  = 2 * time.Second
-	resetTimeout = 5 * time.Second
+	parkTimeout  = 5 * time.Second
+	resetTimeout = 10 * time.Second
 )
 
 // poolKey is what a reused container must have been made with: the same name, mode,
