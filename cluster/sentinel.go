@@ -14,7 +14,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locklab/locklab/cluster/exactlyonce"
 	"github.com/locklab/locklab/cluster/sentinel"
 )
 
@@ -136,13 +135,6 @@ func (c *Cluster) startSentinels(ctx context.Context, sb SentinelBackend, primar
 // downAfter is Sentinel i's down-after-milliseconds (see sentinelStagger).
 func downAfter(i int) time.Duration { return SentinelDownAfter + time.Duration(i)*sentinelStagger }
 
-// newSentinelClient talks to one Sentinel for the harness: one connection, no retries.
-func newSentinelClient(addr string) *redis.SentinelClient {
-	opts := exactlyonce.Options(addr, sentinelAdminTimeout)
-	opts.PoolSize = 1
-	return redis.NewSentinelClient(opts)
-}
-
 // onSentinels runs f on every Sentinel at once (i: its index in c.Sentinels) and joins
 // their errors.
 func (c *Cluster) onSentinels(ctx context.Context, f func(ctx context.Context, i int, sc *redis.SentinelClient) error) error {
@@ -150,7 +142,7 @@ func (c *Cluster) onSentinels(ctx context.Context, f func(ctx context.Context, i
 	var wg sync.WaitGroup
 	for i, s := range c.Sentinels {
 		wg.Go(func() {
-			sc := newSentinelClient(s.Addr())
+			sc := sentinel.Client(s.Addr(), sentinelAdminTimeout)
 			defer sc.Close()
 			if err := f(ctx, i, sc); err != nil {
 				errs[i] = fmt.Errorf("%s (%s): %w", s.Name(), s.Addr(), err)

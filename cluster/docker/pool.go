@@ -66,7 +66,7 @@ func (n *Node) baseline(ctx context.Context) error {
 	}
 	var err error
 	if n.mode == "sentinel" {
-		sc := sentinelClient(n.addr)
+		sc := sentinel.Client(n.addr, resetTimeout)
 		defer sc.Close()
 		n.base, err = sentinel.Timings(ctx, sc)
 	} else {
@@ -127,7 +127,7 @@ func (b *Backend) park(ctx context.Context, n *Node) bool {
 // cluster, which it can only once it holds no key), its clients are gone.
 func hush(ctx context.Context, n *Node) error {
 	if n.mode == "sentinel" {
-		sc := sentinelClient(n.addr)
+		sc := sentinel.Client(n.addr, resetTimeout)
 		defer sc.Close()
 		return sentinel.Forget(ctx, sc)
 	}
@@ -281,7 +281,7 @@ func resetSentinel(ctx context.Context, n *Node, cfg *sentinel.Config) error {
 	if cfg == nil {
 		return errors.New("no Sentinel configuration to reset to")
 	}
-	sc := sentinelClient(n.addr)
+	sc := sentinel.Client(n.addr, resetTimeout)
 	defer sc.Close()
 	if err := sentinel.Remonitor(ctx, sc, *cfg); err != nil {
 		return err
@@ -309,13 +309,6 @@ func diff(base, cur map[string]string) []string {
 		}
 	}
 	return out
-}
-
-// sentinelClient talks to one Sentinel: one connection, no retries.
-func sentinelClient(addr string) *redis.SentinelClient {
-	opts := exactlyonce.Options(addr, resetTimeout)
-	opts.PoolSize = 1
-	return redis.NewSentinelClient(opts)
 }
 
 // discard removes a parked container and frees its address.

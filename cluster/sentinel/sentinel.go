@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/cluster/exactlyonce"
 )
 
 // configComment heads every configuration file.
@@ -122,6 +124,14 @@ func SetTimings(ctx context.Context, sc *redis.SentinelClient, t map[string]stri
 		return fmt.Errorf("sentinel debug: %w", err)
 	}
 	return nil
+}
+
+// Client talks to one Sentinel: one connection, no retries (exactlyonce), timeout per
+// command.
+func Client(addr string, timeout time.Duration) *redis.SentinelClient {
+	opts := exactlyonce.Options(addr, timeout)
+	opts.PoolSize = 1
+	return redis.NewSentinelClient(opts)
 }
 
 // Monitors checks that a Sentinel monitors primary (host:port) as the up master named
