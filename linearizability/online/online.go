@@ -344,11 +344,12 @@ func (c *Checker) try(key slot, o *open, upTo int64, faults []histories.FaultWin
 	h := histories.History{Meta: c.meta, Ops: ops, Faults: during(faults, ops)}
 	w := window{h: h, from: o.carry}
 	o.carry = linearizability.CarryAfter(h, o.carry)
-	// The rest in a slice of its own (the window keeps its part), with room for a window's
-	// worth of operations to come; none for a key left idle, so that ten thousand keys
-	// that had their turn hold nothing.
+	// The rest in a slice of its own (the window keeps its part), with a little room (room
+	// for a window's worth, kept by each of thousands of keys, was a third of the
+	// ten-million check's peak memory); none for a key left idle, so that ten thousand
+	// keys that had their turn hold nothing.
 	if rest := o.ops[n:]; len(rest) > 0 {
-		o.ops = append(make([]histories.Op, 0, len(rest)+max(n, 16)), rest...)
+		o.ops = append(make([]histories.Op, 0, len(rest)+16), rest...)
 	} else {
 		o.ops = nil
 	}

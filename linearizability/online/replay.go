@@ -78,12 +78,18 @@ func Sorted(meta histories.Meta, faults []histories.FaultWindow, every int, opts
 	every = max(every, 1)
 	// Reading (parsing, for a file) goes on in a goroutine of its own, a batch at a time,
 	// while this one adds and cuts.
+	// A batch, once added, goes back to the reader through free (its operations were
+	// copied to their keys): the whole file is read through six batches.
 	batches := make(chan []histories.Op, 4)
+	free := make(chan []histories.Op, 6)
+	for range cap(free) {
+		free <- make([]histories.Op, 0, 1024)
+	}
 	stop := make(chan struct{})
 	read := make(chan error, 1)
 	go func() {
 		defer close(batches)
-		batch := make([]histories.Op, 0, 1024)
+		batch := <-free
 		err := each(func(op histories.Op) error {
 			if batch = append(batch, op); len(batch) == cap(batch) {
 				select {
@@ -91,7 +97,11 @@ func Sorted(meta histories.Meta, faults []histories.FaultWindow, every int, opts
 				case <-stop:
 					return errStopped
 				}
-				batch = make([]histories.Op, 0, 1024)
+				select {
+				case batch = <-free:
+				case <-stop:
+					return errStopped
+				}
 			}
 			return nil
 		})
@@ -119,7 +129,7 @@ func Sorted(meta histories.Meta, faults []histories.FaultWindow, every int, opts
 				last = op.Call
 				n++
 				if feedErr = op.Validate(); feedErr != nil {
-					feedErr = fmt.Errorf("operation %d: %w", n+1, feedErr)
+					feedErr = fmt.Errorf("operation %d: %w", n, feedErr)
 				} else {
 					feedErr = c.add(op)
 				}
@@ -131,6 +141,8 @@ func Sorted(meta histories.Meta, faults []histories.FaultWindow, every int, opts
 			}
 			break
 		}
+		clear(batch) // no strings kept alive by a batch waiting to be refilled
+		free <- batch[:0]
 	}
 	readErr := <-read
 	if errors.Is(readErr, errStopped) {
