@@ -44,21 +44,25 @@ func TestStreamingRecorderKeepsNothing(t *testing.T) {
 }
 
 // TestHistoryGivesBackWhatWasRecorded: every field of every operation comes back from
-// History as it was recorded: more operations than a chunk holds, more text than a text
+// History as it was recorded: more operations than a chunk holds, more text than a
 // chunk holds, and the operations a stream keeps whole (with nodes, with a long error).
 // The fields are filled in by reflection, so that a field added to Op later is checked too.
 func TestHistoryGivesBackWhatWasRecorded(t *testing.T) {
 	rec := NewRecorder(Meta{})
 	s := rec.Stream(0)
 	var want []Op
-	for i := range 3 * chunkSize {
+	for i := range 3000 { // several chunks
 		op := filledOp(t, i)
 		switch {
 		case i%500 == 7:
-			op.Output.Error = strings.Repeat("e", textChunk+1)
+			op.Output.Error = strings.Repeat("e", maxChunk+1)
 			op.Output.Nodes = nil
 		case i%3 != 0:
 			op.Output.Nodes = nil
+			if i%5 == 1 { // numbers left out when zero, and negative ones
+				op.Input = Input{Token: op.Input.Token, Value: -int64(i)}
+				op.Output = Output{Fence: -1, Error: op.Output.Error}
+			}
 		}
 		op.Call, op.Return = int64(2*i), int64(2*i+1) // History's order is the recorded one
 		s.add(op)

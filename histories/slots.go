@@ -1,136 +1,172 @@
 package histories
 
-import "time"
-
-// A stream keeps what it records in slots: operations without pointers, their strings
-// copied one after the other into the stream's text. A run's history is most of its
-// heap; kept as Ops (seven pointers each, and a token string apiece) the garbage
-// collector scanned all of it on every cycle, which the profiles of the recorded
-// workload showed as most of what recording cost. Slots and text hold no pointers, so
-// the collector never looks inside them, and take half the memory. BenchmarkStreamRecord
-// (CPU time of a million operations amid a client's garbage, 2 cores): recording cost
-// about 0.4 µs per operation kept as Ops, 0.15 µs in slots.
-
-// slot is one operation as a stream keeps it.
-type slot struct {
-	call, ret, process, client int64
-	text                       int64     // where its strings start: text chunk<<32 | offset
-	lens                       [6]uint16 // its strings' lengths, in opStrings' order
-	whole                      int32     // > 0: the operation is kept whole, at whole-1
-	in                         [4]int64  // Input's TTL, Fence, Value, Base
-	out                        [4]int64  // Output's Fence, Value, Validity, Granted
-}
-
-const (
-	chunkSize = 1024     // slots per chunk: appending never copies what is recorded
-	textChunk = 64 << 10 // bytes per text chunk; an operation with more text is kept whole
+import (
+	"encoding/binary"
+	"time"
 )
 
-// store is what one stream recorded: slots in fixed-size chunks, their text, and the few
-// operations kept whole (those naming the servers that granted a lock, or with more text
-// than a text chunk holds).
+// A stream keeps what it records encoded in bytes: each operation's numbers as varints,
+// only those of its eight input and output numbers that are not zero, and its strings
+// after their lengths, one operation after the other in chunks of bytes. A run's history
+// is most of its heap; kept as Ops (seven pointers each, and a token string apiece) the
+// garbage collector scanned all of it on every cycle, which the profiles of the recorded
+// workload showed as most of what recording cost. Bytes hold no pointers, so the
+// collector never looks inside them. A critical section's acquire, read, write and
+// release (32-byte tokens) take 47 bytes an operation encoded, 146 in fixed 120-byte
+// slots with their strings (the form before this one): what is left of recording's cost
+// is mostly touching fresh memory (BENCHMARKS.md, the recording overhead).
+
+const (
+	maxChunk   = 64 << 10 // bytes per chunk at most; an operation with more text is kept whole
+	firstChunk = 4 << 10  // bytes in a stream's first chunk, each next one twice as large
+	// maxNumbers bounds an operation's encoding besides its strings: the mask, call,
+	// return, process, client, six string lengths and eight numbers, as varints.
+	maxNumbers = 20 * binary.MaxVarintLen64
+)
+
+// store is what one stream recorded: its operations encoded in chunks, and the few kept
+// whole (those naming the servers that granted a lock, or with more text than a chunk
+// holds).
 type store struct {
-	chunks [][]slot
-	text   [][]byte
+	chunks [][]byte
+	n      int
 	whole  []Op
 }
 
-// opStrings are op's strings in the order a slot keeps their lengths.
+// opStrings are op's strings in the order they are encoded.
 func opStrings(op *Op) [6]string {
 	return [6]string{op.Key, string(op.Kind), string(op.Outcome), op.Input.Token, op.Output.Token, op.Output.Error}
 }
 
+// opNumbers are op's input and output numbers in the order the mask's bits name them.
+func opNumbers(op *Op) [8]int64 {
+	return [8]int64{
+		int64(op.Input.TTL), op.Input.Fence, op.Input.Value, op.Input.Base,
+		op.Output.Fence, op.Output.Value, int64(op.Output.Validity), int64(op.Output.Granted),
+	}
+}
+
+// wholeBit in an encoded operation's mask says it is kept whole; the mask's other bits
+// say which of opNumbers follow.
+const wholeBit = 1 << 8
+
 // keep appends op.
 func (st *store) keep(op Op) {
+	st.n++
 	strs := opStrings(&op)
-	n := 0
+	text := 0
 	for _, s := range strs {
-		n += len(s)
+		text += len(s)
 	}
-	if len(op.Output.Nodes) > 0 || n > textChunk {
+	if len(op.Output.Nodes) > 0 || text > maxChunk {
 		st.whole = append(st.whole, op)
-		st.push(slot{whole: int32(len(st.whole))})
+		b := st.room(2 * binary.MaxVarintLen64)
+		b = binary.AppendUvarint(b, wholeBit)
+		st.done(binary.AppendUvarint(b, uint64(len(st.whole)-1)))
 		return
 	}
-	sl := slot{
-		call: op.Call, ret: op.Return, process: int64(op.Process), client: int64(op.Client),
-		text: st.write(strs, n),
-		in:   [4]int64{int64(op.Input.TTL), op.Input.Fence, op.Input.Value, op.Input.Base},
-		out:  [4]int64{op.Output.Fence, op.Output.Value, int64(op.Output.Validity), int64(op.Output.Granted)},
+	nums := opNumbers(&op)
+	var mask uint64
+	for i, v := range nums {
+		if v != 0 {
+			mask |= 1 << i
+		}
 	}
-	for i, s := range strs {
-		sl.lens[i] = uint16(len(s))
-	}
-	st.push(sl)
-}
-
-// push appends sl to the last chunk, starting a new one when it is full.
-func (st *store) push(sl slot) {
-	last := len(st.chunks) - 1
-	if last < 0 || len(st.chunks[last]) == chunkSize {
-		st.chunks = append(st.chunks, make([]slot, 0, chunkSize))
-		last++
-	}
-	st.chunks[last] = append(st.chunks[last], sl)
-}
-
-// write appends strs (n bytes in all, at most textChunk) to the text and returns where
-// they start.
-func (st *store) write(strs [6]string, n int) int64 {
-	last := len(st.text) - 1
-	if last < 0 || len(st.text[last])+n > textChunk {
-		st.text = append(st.text, make([]byte, 0, textChunk))
-		last++
-	}
-	at := int64(last)<<32 | int64(len(st.text[last]))
+	b := st.room(maxNumbers + text)
+	b = binary.AppendUvarint(b, mask)
+	b = binary.AppendVarint(b, op.Call)
+	b = binary.AppendVarint(b, op.Return-op.Call)
+	b = binary.AppendVarint(b, int64(op.Process))
+	b = binary.AppendVarint(b, int64(op.Client))
 	for _, s := range strs {
-		st.text[last] = append(st.text[last], s...)
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
 	}
-	return at
+	for _, v := range nums {
+		if v != 0 {
+			b = binary.AppendVarint(b, v)
+		}
+	}
+	st.done(b)
 }
+
+// room returns the last chunk, with room for n more bytes: a new chunk when it has not,
+// so that appending never copies what is recorded.
+func (st *store) room(n int) []byte {
+	last := len(st.chunks) - 1
+	if last < 0 || cap(st.chunks[last])-len(st.chunks[last]) < n {
+		size := maxChunk
+		if len(st.chunks) < 4 {
+			size = firstChunk << len(st.chunks) // short runs touch little memory
+		}
+		st.chunks = append(st.chunks, make([]byte, 0, max(size, n)))
+		last++
+	}
+	return st.chunks[last]
+}
+
+// done puts back the last chunk, grown by an operation.
+func (st *store) done(b []byte) { st.chunks[len(st.chunks)-1] = b }
 
 // len is the number of operations kept.
-func (st *store) len() int {
-	n := 0
-	for _, c := range st.chunks {
-		n += len(c)
-	}
-	return n
-}
+func (st *store) len() int { return st.n }
 
 // appendOps appends the operations kept to ops, in the order they were recorded.
 func (st *store) appendOps(ops []Op, in interner) []Op {
-	for _, c := range st.chunks {
-		for i := range c {
-			ops = append(ops, st.op(&c[i], in))
+	for _, b := range st.chunks {
+		for len(b) > 0 {
+			var op Op
+			op, b = st.op(b, in)
+			ops = append(ops, op)
 		}
 	}
 	return ops
 }
 
-// op is the operation sl keeps. Strings that repeat (keys, kinds, outcomes, errors) are
-// shared through in; tokens, each of one lease, are not.
-func (st *store) op(sl *slot, in interner) Op {
-	if sl.whole > 0 {
-		return st.whole[sl.whole-1]
+// op decodes the operation at the start of b, and returns the rest of b. Strings that
+// repeat (keys, kinds, outcomes, errors) are shared through in; tokens, each of one
+// lease, are not.
+func (st *store) op(b []byte, in interner) (Op, []byte) {
+	uv := func() uint64 {
+		v, n := binary.Uvarint(b)
+		b = b[n:]
+		return v
 	}
-	text := st.text[sl.text>>32][sl.text&(1<<32-1):]
+	sv := func() int64 {
+		v, n := binary.Varint(b)
+		b = b[n:]
+		return v
+	}
+	mask := uv()
+	if mask&wholeBit != 0 {
+		return st.whole[uv()], b
+	}
+	call := sv()
+	ret := call + sv()
+	process, client := sv(), sv()
 	var strs [6][]byte
-	for i, n := range sl.lens {
-		strs[i], text = text[:n], text[n:]
+	for i := range strs {
+		n := uv()
+		strs[i], b = b[:n], b[n:]
+	}
+	var nums [8]int64
+	for i := range nums {
+		if mask&(1<<i) != 0 {
+			nums[i] = sv()
+		}
 	}
 	return Op{
-		Process: int(sl.process), Client: int(sl.client),
+		Process: int(process), Client: int(client),
 		Key: in.get(strs[0]), Kind: Kind(in.get(strs[1])), Outcome: Outcome(in.get(strs[2])),
 		Input: Input{
-			TTL: time.Duration(sl.in[0]), Token: string(strs[3]), Fence: sl.in[1], Value: sl.in[2], Base: sl.in[3],
+			TTL: time.Duration(nums[0]), Token: string(strs[3]), Fence: nums[1], Value: nums[2], Base: nums[3],
 		},
 		Output: Output{
-			Token: string(strs[4]), Fence: sl.out[0], Value: sl.out[1], Validity: time.Duration(sl.out[2]),
-			Granted: time.Duration(sl.out[3]), Error: in.get(strs[5]),
+			Token: string(strs[4]), Fence: nums[4], Value: nums[5], Validity: time.Duration(nums[6]),
+			Granted: time.Duration(nums[7]), Error: in.get(strs[5]),
 		},
-		Call: sl.call, Return: sl.ret,
-	}
+		Call: call, Return: ret,
+	}, b
 }
 
 // interner hands out one string for equal byte sequences.
