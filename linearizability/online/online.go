@@ -345,9 +345,9 @@ func (c *Checker) try(key slot, o *open, upTo int64, faults []histories.FaultWin
 	w := window{h: h, from: o.carry}
 	o.carry = linearizability.CarryAfter(h, o.carry)
 	// The rest in a slice of its own (the window keeps its part), with a little room (room
-	// for a window's worth, kept by each of thousands of keys, was a third of the
-	// ten-million check's peak memory); none for a key left idle, so that ten thousand
-	// keys that had their turn hold nothing.
+	// for a window's worth, kept by each of thousands of keys, was most of the
+	// ten-million check's live heap); none for a key left idle, so that ten thousand keys
+	// that had their turn hold nothing.
 	if rest := o.ops[n:]; len(rest) > 0 {
 		o.ops = append(make([]histories.Op, 0, len(rest)+16), rest...)
 	} else {

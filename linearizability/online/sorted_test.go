@@ -24,7 +24,7 @@ func sorted(h histories.History) (linearizability.Result, online.Status, error) 
 }
 
 // TestSortedSameVerdicts: a history of many reader batches (the reader's batches are
-// reused once added) gives the offline check's verdicts, and a planted illegal write is
+// reused once added) gives the offline check's verdicts, and a planted illegal read is
 // found.
 func TestSortedSameVerdicts(t *testing.T) {
 	h, err := synth.Legal{Seed: 3, Clients: 40, Keys: 10, Ops: 30_000, Unknown: 0.01, Fencing: "full"}.History()
