@@ -33,6 +33,13 @@ func BenchmarkStreamRecord(b *testing.B) {
 				call := s.Now()
 				s.Record(Acquire, "k0", Input{TTL: time.Second}, Output{Token: string(token)}, OK, call)
 			}
+			if recorded { // how much memory an operation kept takes
+				used := 0
+				for _, c := range s.kept.chunks {
+					used += len(c)
+				}
+				b.ReportMetric(float64(used)/float64(s.kept.len()), "kept-bytes/op")
+			}
 		})
 	}
 	_ = garbage

@@ -11,10 +11,9 @@ import (
 // is most of its heap; kept as Ops (seven pointers each, and a token string apiece) the
 // garbage collector scanned all of it on every cycle, which the profiles of the recorded
 // workload showed as most of what recording cost. Bytes hold no pointers, so the
-// collector never looks inside them. A critical section's acquire, read, write and
-// release (32-byte tokens) take 47 bytes an operation encoded, 146 in fixed 120-byte
-// slots with their strings (the form before this one): what is left of recording's cost
-// is mostly touching fresh memory (BENCHMARKS.md, the recording overhead).
+// collector never looks inside them. An acquire with a 32-byte token keeps 62 bytes
+// (BenchmarkStreamRecord's kept-bytes/op), where a fixed 120-byte slot and its strings
+// (the form before this one) took 163.
 
 const (
 	maxChunk   = 64 << 10 // bytes per chunk at most; an operation with more text is kept whole

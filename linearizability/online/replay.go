@@ -141,7 +141,6 @@ func Sorted(meta histories.Meta, faults []histories.FaultWindow, every int, opts
 			}
 			break
 		}
-		clear(batch) // no strings kept alive by a batch waiting to be refilled
 		free <- batch[:0]
 	}
 	readErr := <-read
